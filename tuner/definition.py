@@ -1,0 +1,203 @@
+"""The tuning-job definition: one validated document behind YAML, the Python API and REST.
+
+``TuningJobDefinition.parse(data)`` checks shapes with pydantic and meaning with the ranges,
+metric definitions and strategies themselves; every problem is raised as one
+``ValidationError`` whose lines name the field, the rule and the offending value. Nothing is
+created or launched before a definition has passed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tuner.errors import ValidationError
+from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
+from tuner.parameters import parameter_from_dict
+from tuner.space import SearchSpace
+from tuner.strategies import strategy_class
+
+NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
+StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobDefinition(_Strict):
+    """What each training job runs and where.
+
+    ``command`` is an argv list (never a shell string); each hyperparameter is appended as
+    ``--name value``, static ones first. ``gpus`` lists the GPU ids the local launcher hands
+    out, ``gpus_per_job`` GPUs per job, ``jobs_per_gpu`` jobs sharing one GPU.
+    ``max_runtime`` (seconds) stops a job that runs longer; it then counts as failed.
+    Each job gets its own folder ``<output_path>/<tuning job>/<training job>/`` holding
+    ``log.txt`` and ``output/`` (``TUNER_OUTPUT_DIR``); the command runs in
+    ``working_directory`` (default: the directory the tuner was started from, made absolute
+    when the tuning job is created, so relative script paths work).
+    """
+
+    command: list[str] | None = None
+    image: str | None = None
+    static_hyperparameters: dict[str, StaticValue] = Field(default_factory=dict)
+    launcher: Literal["local"] = "local"
+    gpus_per_job: int = Field(0, ge=0)
+    gpus: list[str | int] = Field(default_factory=list)
+    jobs_per_gpu: int = Field(1, ge=1)
+    max_runtime: float | None = Field(None, gt=0)
+    grace_period: float = Field(10.0, ge=0)
+    environment: dict[str, str] = Field(default_factory=dict)
+    output_path: str = "tuner-runs"
+    working_directory: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _argv(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0]):
+            raise ValueError("command must be a non-empty list of arguments, program first")
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> JobDefinition:
+        if self.image is not None:
+            raise ValueError(
+                f"image={self.image!r} needs the docker launcher, which this version lacks; "
+                "give a command for the local launcher"
+            )
+        if self.command is None:
+            raise ValueError("a job definition needs a command (an argv list)")
+        if self.gpus_per_job > 0 and self.gpus_per_job > len(self.gpus):
+            raise ValueError(
+                f"gpus_per_job={self.gpus_per_job} needs at least that many ids in gpus, "
+                f"got gpus={self.gpus}"
+            )
+        return self
+
+
+class MetricDefinitionSpec(_Strict):
+    Name: str
+    Regex: str
+
+
+class TuningJobDefinition(_Strict):
+    """Everything a tuning job is made of (see HyperparameterTuner for each field)."""
+
+    name: str | None = Field(None, pattern=NAME_PATTERN)
+    job_definition: JobDefinition
+    objective_metric_name: str
+    objective_type: Literal["Maximize", "Minimize"] = "Maximize"
+    objective_aggregation: Literal["Last", "Best"] = "Last"
+    hyperparameter_ranges: dict[str, dict[str, Any]]
+    metric_definitions: list[MetricDefinitionSpec]
+    strategy: str = "Bayesian"
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
+    max_jobs: int = Field(..., ge=1)
+    max_parallel_jobs: int = Field(1, ge=1)
+    max_failed_jobs: int | None = Field(None, ge=1)
+    random_seed: int | None = None
+    target_objective_value: float | None = None
+    max_jobs_without_improvement: int | None = Field(None, ge=1)
+
+    @field_validator("hyperparameter_ranges")
+    @classmethod
+    def _ranges(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        normalized = {}
+        for name, spec in value.items():
+            try:
+                normalized[name] = parameter_from_dict(spec).to_dict()
+            except ValidationError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        SearchSpace({n: parameter_from_dict(s) for n, s in normalized.items()})
+        return normalized
+
+    @field_validator("metric_definitions")
+    @classmethod
+    def _metric_regexes(cls, value: list[MetricDefinitionSpec]) -> list[MetricDefinitionSpec]:
+        for spec in value:
+            MetricDefinition(spec.Name, spec.Regex)
+        return value
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, value: str) -> str:
+        return strategy_class(value).name
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TuningJobDefinition:
+        if self.max_parallel_jobs > self.max_jobs:
+            raise ValueError(
+                "max_parallel_jobs <= max_jobs must hold, got "
+                f"max_parallel_jobs={self.max_parallel_jobs}, max_jobs={self.max_jobs}"
+            )
+        self.metrics()
+        both = set(self.job_definition.static_hyperparameters) & set(self.hyperparameter_ranges)
+        if both:
+            raise ValueError(
+                f"a hyperparameter is either static or tuned, not both; got {sorted(both)} in both"
+            )
+        return self
+
+    @classmethod
+    def parse(cls, data: Any) -> TuningJobDefinition:
+        """Validate a mapping; raise one ``ValidationError`` listing every problem."""
+        if isinstance(data, TuningJobDefinition):
+            return data
+        if not isinstance(data, dict):
+            raise ValidationError(f"a tuning job definition must be a mapping, got {data!r:.80}")
+        try:
+            return cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(explain(exc)) from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> TuningJobDefinition:
+        """Read and validate a YAML (or JSON) file."""
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ValidationError(f"cannot read tuning job definition {path}: {exc}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValidationError(f"{path} is not valid YAML: {exc}") from None
+        return cls.parse(data)
+
+    def space(self) -> SearchSpace:
+        return SearchSpace(
+            {n: parameter_from_dict(s) for n, s in self.hyperparameter_ranges.items()}
+        )
+
+    def metrics(self) -> list[MetricDefinition]:
+        return validate_metric_definitions(
+            [m.model_dump() for m in self.metric_definitions], self.objective_metric_name
+        )
+
+    @property
+    def maximize(self) -> bool:
+        return self.objective_type == "Maximize"
+
+    @property
+    def aggregation(self) -> ObjectiveAggregation:
+        return ObjectiveAggregation(self.objective_aggregation)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def explain(exc: pydantic.ValidationError) -> str:
+    """Turn pydantic's errors into lines of ``field: rule, got value``."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "definition"
+        message = re.sub(r"^Value error, ", "", error["msg"])
+        if error["type"] in ("value_error", "assertion_error") or "input" not in error:
+            lines.append(f"{where}: {message}")
+        else:
+            lines.append(f"{where}: {message}, got {error['input']!r:.200}")
+    return "invalid tuning job definition:\n  " + "\n  ".join(lines)

@@ -1,0 +1,17 @@
+"""The library's exception types; every error raised on purpose derives from TunerError."""
+
+
+class TunerError(Exception):
+    """Root of every error raised on purpose by the tuner."""
+
+
+class ValidationError(TunerError, ValueError):
+    """Bad input: the message states the rule that was broken and the offending value."""
+
+
+class NotFoundError(TunerError, LookupError):
+    """A named tuning job or training job does not exist in the store."""
+
+
+class LaunchError(TunerError):
+    """A training job could not be started (missing command, bad working directory, ...)."""

@@ -1,0 +1,67 @@
+"""The launcher interface: start / poll / read_logs / stop, one training job at a time.
+
+Contract every launcher keeps (tests/launchers/test_contract.py runs it on each):
+- ``start(spec)`` runs ``spec.argv`` exactly as given (never through a shell), with
+  ``spec.env`` added to the environment, and returns an opaque handle (a string that names the
+  job to this launcher). It raises ``LaunchError`` when the job cannot be started at all.
+- ``poll(handle)`` never blocks; it reports whether the job still runs and, once it ended, its
+  exit code. A job that outlives ``spec.max_runtime`` is stopped by the launcher and reported
+  with ``timed_out=True``.
+- ``read_logs(handle)`` returns the log bytes (stdout and stderr together) written since the
+  previous call; after the job ended, repeated calls drain the rest and then return ``b""``.
+- ``stop(handle)`` asks the job to end (SIGTERM or the equivalent) and forces it
+  (SIGKILL) once ``grace_period`` has passed; it returns at once, ``poll`` reports the end.
+- ``free_slots(gpus_per_job)`` tells how many more jobs of that size fit now (None: no limit).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What to run for one training job."""
+
+    name: str
+    argv: list[str]
+    workdir: Path  # the job's own folder: its log and its output live here
+    cwd: Path | None = None  # where the command runs (default: workdir)
+    env: dict[str, str] = field(default_factory=dict)
+    gpus_per_job: int = 0
+    max_runtime: float | None = None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A snapshot of one job: ``running`` until it ended, then its ``exit_code``."""
+
+    running: bool
+    exit_code: int | None = None
+    timed_out: bool = False
+    stopped: bool = False
+    gpus: str | None = None
+
+
+class Launcher(ABC):
+    """Runs training jobs somewhere (local processes, containers, a cluster)."""
+
+    @abstractmethod
+    def start(self, spec: LaunchSpec) -> str: ...
+
+    @abstractmethod
+    def poll(self, handle: str) -> JobStatus: ...
+
+    @abstractmethod
+    def read_logs(self, handle: str) -> bytes: ...
+
+    @abstractmethod
+    def stop(self, handle: str) -> None: ...
+
+    def free_slots(self, gpus_per_job: int) -> int | None:
+        return None
+
+    def close(self) -> None:
+        """Release what the launcher holds; running jobs are not touched."""

@@ -1,0 +1,176 @@
+"""Training jobs as local processes: the embedded default launcher.
+
+Each job runs in its own working directory and process group (``start_new_session``), with
+stdout and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id in
+``gpus`` offers ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them
+through ``CUDA_VISIBLE_DEVICES``. Stopping signals the whole process group: SIGTERM, then SIGKILL
+after ``grace_period`` seconds; when the job's main process ends, whatever it left behind in its
+group is killed too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO
+
+from tuner.errors import LaunchError, ValidationError
+from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+
+LOG_FILE = "log.txt"
+READ_CHUNK = 1 << 20
+
+
+@dataclass
+class _LocalJob:
+    spec: LaunchSpec
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+    started: float
+    gpus: list[str] = field(default_factory=list)
+    offset: int = 0
+    kill_at: float | None = None
+    timed_out: bool = False
+    stopped: bool = False
+    finished: bool = False
+
+
+class LocalLauncher(Launcher):
+    """Runs each job as a local process group (see the module docstring)."""
+
+    def __init__(
+        self,
+        gpus: Sequence[str | int] = (),
+        jobs_per_gpu: int = 1,
+        grace_period: float = 10.0,
+    ) -> None:
+        if not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
+            raise ValidationError(f"jobs_per_gpu must be an integer >= 1, got {jobs_per_gpu!r}")
+        if grace_period < 0:
+            raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
+        self.gpus = [str(g) for g in gpus]
+        if len(set(self.gpus)) != len(self.gpus):
+            raise ValidationError(f"gpus must be distinct, got {self.gpus}")
+        self.jobs_per_gpu = jobs_per_gpu
+        self.grace_period = grace_period
+        self._jobs: dict[str, _LocalJob] = {}
+        self._gpu_load = dict.fromkeys(self.gpus, 0)
+
+    def free_slots(self, gpus_per_job: int) -> int | None:
+        if gpus_per_job <= 0:
+            return None
+        if gpus_per_job > len(self.gpus):
+            return 0
+        free = sorted((self.jobs_per_gpu - n for n in self._gpu_load.values()), reverse=True)
+        # Greedy packing: each job takes one slot on gpus_per_job distinct GPUs.
+        count = 0
+        while True:
+            free.sort(reverse=True)
+            if free[gpus_per_job - 1] <= 0:
+                return count
+            for i in range(gpus_per_job):
+                free[i] -= 1
+            count += 1
+
+    def _take_gpus(self, spec: LaunchSpec) -> list[str]:
+        if spec.gpus_per_job <= 0:
+            return []
+        if not self.gpus:
+            raise LaunchError(
+                f"job {spec.name} asks for gpus_per_job={spec.gpus_per_job} but no gpus are "
+                "configured for the local launcher"
+            )
+        ranked = sorted(self.gpus, key=lambda g: self._gpu_load[g])
+        chosen = [g for g in ranked if self._gpu_load[g] < self.jobs_per_gpu][: spec.gpus_per_job]
+        if len(chosen) < spec.gpus_per_job:
+            raise LaunchError(
+                f"job {spec.name} needs {spec.gpus_per_job} GPU slots, only {len(chosen)} are free"
+            )
+        for g in chosen:
+            self._gpu_load[g] += 1
+        return sorted(chosen, key=self.gpus.index)
+
+    def start(self, spec: LaunchSpec) -> str:
+        if spec.name in self._jobs:
+            raise LaunchError(f"a job named {spec.name} was already started by this launcher")
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        gpus = self._take_gpus(spec)
+        env = {**os.environ, **spec.env}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
+        try:
+            process = subprocess.Popen(
+                spec.argv,
+                cwd=spec.cwd or spec.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            log.close()
+            self._release(gpus)
+            raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
+        self._jobs[spec.name] = _LocalJob(spec, process, log, time.monotonic(), gpus)
+        return spec.name
+
+    def _job(self, handle: str) -> _LocalJob:
+        try:
+            return self._jobs[handle]
+        except KeyError:
+            raise LaunchError(f"no job with handle {handle!r} was started here") from None
+
+    def _release(self, gpus: list[str]) -> None:
+        for g in gpus:
+            self._gpu_load[g] -= 1
+
+    def _signal(self, job: _LocalJob, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(job.process.pid, sig)
+
+    def poll(self, handle: str) -> JobStatus:
+        job = self._job(handle)
+        gpus = ",".join(job.gpus) or None
+        if job.finished:
+            return JobStatus(False, job.process.returncode, job.timed_out, job.stopped, gpus)
+        now = time.monotonic()
+        code = job.process.poll()
+        if code is None:
+            limit = job.spec.max_runtime
+            if limit is not None and not job.timed_out and now - job.started > limit:
+                job.timed_out = True
+                self._terminate(job)
+            if job.kill_at is not None and now >= job.kill_at:
+                self._signal(job, signal.SIGKILL)
+            return JobStatus(True, None, job.timed_out, job.stopped, gpus)
+        self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
+        job.finished = True
+        job.log.close()
+        self._release(job.gpus)
+        return JobStatus(False, code, job.timed_out, job.stopped, gpus)
+
+    def read_logs(self, handle: str) -> bytes:
+        job = self._job(handle)
+        with open(job.spec.workdir / LOG_FILE, "rb") as f:
+            f.seek(job.offset)
+            data = f.read(READ_CHUNK)
+        job.offset += len(data)
+        return data
+
+    def _terminate(self, job: _LocalJob) -> None:
+        if job.kill_at is None:
+            self._signal(job, signal.SIGTERM)
+            job.kill_at = time.monotonic() + self.grace_period
+
+    def stop(self, handle: str) -> None:
+        job = self._job(handle)
+        if not job.finished:
+            job.stopped = True
+            self._terminate(job)

@@ -1,0 +1,228 @@
+"""Metric definitions and streaming log parsing (pure, stdlib only).
+
+A metric definition is ``{"Name": ..., "Regex": ...}`` as in SageMaker: the regex has exactly one
+capture group, whose text is read as a float (``nan``, ``inf`` and exponents included). Every
+match in every log line is one ``MetricPoint`` (value, order, time).
+
+``LogMetricParser`` takes the raw bytes of a log as they arrive, in chunks of any size, and
+survives what real training logs contain: lines split across reads, carriage-return progress
+bars (``\\r`` ends a line like ``\\n``), ANSI colour and cursor codes (removed before matching),
+invalid UTF-8 (replaced by U+FFFD), multibyte characters split across reads, and very long lines
+(cut into pieces of ``max_line_chars``; a match that straddles a cut is lost).
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from tuner.errors import ValidationError
+
+ANSI_ESCAPE = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC ... BEL or ST (titles, hyperlinks)
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor movement)
+    r"|\x1b[@-Z\\-_]"  # two-character escapes
+)
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+DEFAULT_MAX_LINE_CHARS = 64 * 1024
+
+
+class ObjectiveAggregation(StrEnum):
+    """How a job's final objective is read from its time series."""
+
+    LAST = "Last"  # the last reported value (SageMaker's semantics)
+    BEST = "Best"  # the best finite value reported during the job
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    """A named regex with exactly one capture group that yields the metric's value."""
+
+    name: str
+    regex: str
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValidationError(f"a metric definition needs a non-empty Name, got {self.name!r}")
+        if not isinstance(self.regex, str) or not self.regex:
+            raise ValidationError(
+                f"metric {self.name!r} needs a non-empty Regex string, got {self.regex!r}"
+            )
+        try:
+            pattern = re.compile(self.regex)
+        except re.error as exc:
+            raise ValidationError(
+                f"Regex of metric {self.name!r} must compile, got {self.regex!r}: {exc}"
+            ) from None
+        if pattern.groups != 1:
+            raise ValidationError(
+                f"Regex of metric {self.name!r} must have exactly one capture group, "
+                f"got {pattern.groups} in {self.regex!r}"
+            )
+        object.__setattr__(self, "pattern", pattern)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> MetricDefinition:
+        if not isinstance(spec, Mapping) or set(spec) != {"Name", "Regex"}:
+            raise ValidationError(
+                f'a metric definition must be {{"Name": ..., "Regex": ...}}, got {spec!r}'
+            )
+        return cls(spec["Name"], spec["Regex"])
+
+    def to_dict(self) -> dict[str, str]:
+        return {"Name": self.name, "Regex": self.regex}
+
+
+def validate_metric_definitions(
+    definitions: Iterable[MetricDefinition | Mapping[str, Any]], objective_metric_name: str
+) -> list[MetricDefinition]:
+    """Build and check definitions: names unique, the objective among them.
+
+    Raises ``ValidationError`` naming the rule and the value.
+    """
+    defs = [
+        d if isinstance(d, MetricDefinition) else MetricDefinition.from_dict(d) for d in definitions
+    ]
+    names = [d.name for d in defs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValidationError(f"metric names must be unique, got {name!r} twice")
+    if objective_metric_name not in names:
+        raise ValidationError(
+            f"objective_metric_name must be one of the metric definitions {names}, "
+            f"got {objective_metric_name!r}"
+        )
+    return defs
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One reported value of a metric: ``seq`` orders all points of one job."""
+
+    name: str
+    value: float
+    seq: int
+    timestamp: float
+
+
+@dataclass(frozen=True)
+class UnparsedMatch:
+    """A regex match whose captured text is not a number (shown by ``check-metrics``)."""
+
+    name: str
+    text: str
+    line: str
+
+
+class LogMetricParser:
+    """Incremental parser: ``feed`` bytes as they arrive, ``close`` at the end of the log."""
+
+    def __init__(
+        self,
+        definitions: Sequence[MetricDefinition],
+        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+        clock: Any = time.time,
+    ) -> None:
+        self.definitions = list(definitions)
+        self.max_line_chars = max_line_chars
+        self.unparsed: list[UnparsedMatch] = []
+        self.lines = 0
+        self.last_line = ""
+        self._clock = clock
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._seq = 0
+
+    def feed(self, data: bytes) -> list[MetricPoint]:
+        """Parse every line completed by ``data``; keep the unfinished tail for later."""
+        text = self._buffer + self._decoder.decode(data)
+        parts = LINE_BREAK.split(text)
+        self._buffer = parts.pop()
+        points: list[MetricPoint] = []
+        for line in parts:
+            points.extend(self._parse_line(line))
+        while len(self._buffer) > self.max_line_chars:
+            piece, self._buffer = (
+                self._buffer[: self.max_line_chars],
+                self._buffer[self.max_line_chars :],
+            )
+            points.extend(self._parse_line(piece))
+        return points
+
+    def close(self) -> list[MetricPoint]:
+        """Parse the last line, which may lack a line break."""
+        tail = self._buffer + self._decoder.decode(b"", final=True)
+        self._buffer = ""
+        return self._parse_line(tail) if tail else []
+
+    def _parse_line(self, line: str) -> list[MetricPoint]:
+        self.lines += 1
+        clean = ANSI_ESCAPE.sub("", line)
+        if clean.strip():
+            self.last_line = clean.strip()
+        now = self._clock()
+        points = []
+        for definition in self.definitions:
+            for match in definition.pattern.finditer(clean):
+                text = match.group(1)
+                value = parse_number(text)
+                if value is None:
+                    self.unparsed.append(UnparsedMatch(definition.name, text or "", clean))
+                    continue
+                points.append(MetricPoint(definition.name, value, self._seq, now))
+                self._seq += 1
+        return points
+
+
+def parse_number(text: str | None) -> float | None:
+    """The float a captured text spells (``nan``, ``inf``, ``1e-3`` ...), or None."""
+    if text is None:
+        return None
+    if "_" in text:  # float() would read "1_000" as 1000; a log means something else
+        return None
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def parse_log(
+    data: bytes, definitions: Sequence[MetricDefinition], chunk_size: int = 0
+) -> tuple[list[MetricPoint], LogMetricParser]:
+    """Parse a whole log (optionally in ``chunk_size`` pieces, as a stream would deliver it)."""
+    parser = LogMetricParser(definitions)
+    points: list[MetricPoint] = []
+    step = chunk_size or max(1, len(data))
+    for start in range(0, len(data), step):
+        points.extend(parser.feed(data[start : start + step]))
+    points.extend(parser.close())
+    return points, parser
+
+
+def final_objective(
+    points: Iterable[MetricPoint],
+    objective_metric_name: str,
+    aggregation: ObjectiveAggregation = ObjectiveAggregation.LAST,
+    maximize: bool = True,
+) -> float | None:
+    """The job's objective from its points, or None when the metric was never reported.
+
+    ``LAST``: the value with the highest ``seq`` (it may be ``nan``). ``BEST``: the best
+    finite value, or ``nan`` if only non-finite values were reported.
+    """
+    values = [p for p in points if p.name == objective_metric_name]
+    if not values:
+        return None
+    if aggregation is ObjectiveAggregation.LAST:
+        return max(values, key=lambda p: p.seq).value
+    finite = [p.value for p in values if math.isfinite(p.value)]
+    if not finite:
+        return math.nan
+    return max(finite) if maximize else min(finite)

@@ -1,0 +1,290 @@
+"""Hyperparameter ranges with SageMaker's scaling types.
+
+Each range validates itself on construction and raises ``ValidationError`` naming the rule and
+the value that broke it. A range maps its values to ``[0, 1]`` (``to_unit``) and back
+(``from_unit``) according to its scaling type; ``tuner.space`` assembles these into one mapping
+of a whole search space.
+
+Scaling types:
+- ``Linear``: uniform in the value.
+- ``Logarithmic``: uniform in ``log(value)``; needs ``min_value > 0``.
+- ``ReverseLogarithmic``: uniform in ``-log(1 - value)``, dense near 1 (momentum, decay rates);
+  needs ``0 <= min_value < max_value < 1``. Continuous ranges only.
+- ``Auto``: ``Logarithmic`` when ``min_value > 0`` and ``max_value / min_value >= 100``,
+  otherwise ``Linear`` (a fixed, documented rule, so the same range always scales the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from tuner.errors import ValidationError
+
+AUTO_LOG_RATIO = 100.0
+
+
+class ScalingType(StrEnum):
+    AUTO = "Auto"
+    LINEAR = "Linear"
+    LOGARITHMIC = "Logarithmic"
+    REVERSE_LOGARITHMIC = "ReverseLogarithmic"
+
+
+def _scaling(value: str | ScalingType) -> ScalingType:
+    try:
+        return ScalingType(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in ScalingType)
+        raise ValidationError(f"scaling_type must be one of {allowed}; got {value!r}") from None
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValidationError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _resolve_scaling(scaling: ScalingType, lo: float, hi: float) -> ScalingType:
+    if scaling is ScalingType.AUTO:
+        if lo > 0 and hi / lo >= AUTO_LOG_RATIO:
+            return ScalingType.LOGARITHMIC
+        return ScalingType.LINEAR
+    if scaling is ScalingType.LOGARITHMIC and lo <= 0:
+        raise ValidationError(f"Logarithmic scaling needs min_value > 0, got min_value={lo:g}")
+    if scaling is ScalingType.REVERSE_LOGARITHMIC and not (0 <= lo < hi < 1):
+        raise ValidationError(
+            "ReverseLogarithmic scaling needs 0 <= min_value < max_value < 1, "
+            f"got min_value={lo:g}, max_value={hi:g}"
+        )
+    return scaling
+
+
+def _forward(scaling: ScalingType, x: float) -> float:
+    if scaling is ScalingType.LOGARITHMIC:
+        return math.log(x)
+    if scaling is ScalingType.REVERSE_LOGARITHMIC:
+        return -math.log1p(-x)
+    return x
+
+
+def _backward(scaling: ScalingType, t: float) -> float:
+    if scaling is ScalingType.LOGARITHMIC:
+        return math.exp(t)
+    if scaling is ScalingType.REVERSE_LOGARITHMIC:
+        return -math.expm1(-t)
+    return t
+
+
+def _clip01(u: float) -> float:
+    return min(1.0, max(0.0, float(u)))
+
+
+@dataclass(frozen=True, init=False)
+class ContinuousParameter:
+    """A real-valued range ``[min_value, max_value]``."""
+
+    min_value: float
+    max_value: float
+    scaling_type: ScalingType
+
+    def __init__(
+        self, min_value: float, max_value: float, scaling_type: str | ScalingType = "Auto"
+    ) -> None:
+        lo = _number("min_value", min_value)
+        hi = _number("max_value", max_value)
+        if not lo < hi:
+            raise ValidationError(
+                f"min_value < max_value must hold, got min_value={lo:g}, max_value={hi:g}"
+            )
+        object.__setattr__(self, "min_value", lo)
+        object.__setattr__(self, "max_value", hi)
+        object.__setattr__(self, "scaling_type", _resolve_scaling(_scaling(scaling_type), lo, hi))
+
+    @property
+    def is_log(self) -> bool:
+        return self.scaling_type is ScalingType.LOGARITHMIC
+
+    def to_unit(self, value: float) -> float:
+        s = self.scaling_type
+        lo, hi = _forward(s, self.min_value), _forward(s, self.max_value)
+        x = min(self.max_value, max(self.min_value, float(value)))
+        return _clip01((_forward(s, x) - lo) / (hi - lo))
+
+    def from_unit(self, u: float) -> float:
+        s = self.scaling_type
+        lo, hi = _forward(s, self.min_value), _forward(s, self.max_value)
+        x = _backward(s, lo + _clip01(u) * (hi - lo))
+        return min(self.max_value, max(self.min_value, x))
+
+    def contains(self, value: Any) -> bool:
+        return (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and self.min_value <= value <= self.max_value
+        )
+
+    def grid(self, points: int) -> list[float]:
+        """``points`` values evenly spaced in the scaled space, ends included."""
+        if points == 1:
+            return [self.from_unit(0.5)]
+        return [self.from_unit(i / (points - 1)) for i in range(points)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "continuous",
+            "min_value": self.min_value,
+            "max_value": self.max_value,
+            "scaling_type": self.scaling_type.value,
+        }
+
+
+@dataclass(frozen=True, init=False)
+class IntegerParameter:
+    """An integer range ``min_value..max_value``, both ends included.
+
+    Every integer gets an equal share of the unit interval under Linear scaling (the interval
+    ``[min_value - 0.5, max_value + 0.5]`` is mapped), and a share proportional to its
+    log-width under Logarithmic scaling. ReverseLogarithmic is not defined for integers.
+    """
+
+    min_value: int
+    max_value: int
+    scaling_type: ScalingType
+
+    def __init__(
+        self, min_value: int, max_value: int, scaling_type: str | ScalingType = "Auto"
+    ) -> None:
+        for name, v in (("min_value", min_value), ("max_value", max_value)):
+            whole_float = isinstance(v, float) and v.is_integer()
+            if isinstance(v, bool) or not (isinstance(v, int) or whole_float):
+                raise ValidationError(f"{name} must be an integer, got {v!r}")
+        lo, hi = int(min_value), int(max_value)
+        if not lo < hi:
+            raise ValidationError(
+                f"min_value < max_value must hold, got min_value={lo}, max_value={hi}"
+            )
+        scaling = _scaling(scaling_type)
+        if scaling is ScalingType.REVERSE_LOGARITHMIC:
+            raise ValidationError(
+                "ReverseLogarithmic scaling is only defined for continuous ranges, "
+                f"got an integer range {lo}..{hi}"
+            )
+        object.__setattr__(self, "min_value", lo)
+        object.__setattr__(self, "max_value", hi)
+        object.__setattr__(self, "scaling_type", _resolve_scaling(scaling, lo, hi))
+
+    @property
+    def is_log(self) -> bool:
+        return self.scaling_type is ScalingType.LOGARITHMIC
+
+    def _edges(self) -> tuple[float, float]:
+        if self.is_log:
+            # Half-integer edges in log space, kept above zero.
+            lo = max(self.min_value - 0.5, self.min_value / 2)
+            return math.log(lo), math.log(self.max_value + 0.5)
+        return self.min_value - 0.5, self.max_value + 0.5
+
+    def to_unit(self, value: int) -> float:
+        lo, hi = self._edges()
+        x = min(self.max_value, max(self.min_value, value))
+        t = math.log(x) if self.is_log else float(x)
+        return _clip01((t - lo) / (hi - lo))
+
+    def from_unit(self, u: float) -> int:
+        lo, hi = self._edges()
+        t = lo + _clip01(u) * (hi - lo)
+        x = math.exp(t) if self.is_log else t
+        return int(min(self.max_value, max(self.min_value, round(x))))
+
+    def contains(self, value: Any) -> bool:
+        return (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and self.min_value <= value <= self.max_value
+        )
+
+    def size(self) -> int:
+        return self.max_value - self.min_value + 1
+
+    def grid(self, points: int) -> list[int]:
+        """All integers when there are at most ``points``, else ``points`` spread values."""
+        if self.size() <= points:
+            return list(range(self.min_value, self.max_value + 1))
+        return sorted({self.from_unit(i / (points - 1)) for i in range(points)})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "integer",
+            "min_value": self.min_value,
+            "max_value": self.max_value,
+            "scaling_type": self.scaling_type.value,
+        }
+
+
+@dataclass(frozen=True, init=False)
+class CategoricalParameter:
+    """A choice among distinct values that keep their types (``[32, 64]`` stays integers)."""
+
+    values: tuple[Any, ...]
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+            raise ValidationError(f"values must be a list of choices, got {values!r}")
+        if len(values) == 0:
+            raise ValidationError("values must hold at least one choice, got an empty list")
+        seen: list[Any] = []
+        for v in values:
+            if not isinstance(v, str | int | float | bool):
+                raise ValidationError(
+                    f"categorical values must be strings, numbers or booleans, got {v!r}"
+                )
+            if any(type(v) is type(s) and v == s for s in seen):
+                raise ValidationError(f"categorical values must be distinct, got {v!r} twice")
+            seen.append(v)
+        object.__setattr__(self, "values", tuple(values))
+
+    def index(self, value: Any) -> int:
+        for i, v in enumerate(self.values):
+            if type(v) is type(value) and v == value:
+                return i
+        raise ValidationError(f"{value!r} is not one of the choices {list(self.values)!r}")
+
+    def contains(self, value: Any) -> bool:
+        return any(type(v) is type(value) and v == value for v in self.values)
+
+    def grid(self, points: int) -> list[Any]:
+        return list(self.values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "categorical", "values": list(self.values)}
+
+
+Parameter = ContinuousParameter | IntegerParameter | CategoricalParameter
+
+
+def parameter_from_dict(spec: dict[str, Any]) -> Parameter:
+    """Build a range from ``to_dict()`` output (or the equivalent YAML/JSON mapping)."""
+    kind = spec.get("type")
+    if kind == "continuous":
+        return ContinuousParameter(
+            spec.get("min_value"),  # type: ignore[arg-type]
+            spec.get("max_value"),  # type: ignore[arg-type]
+            spec.get("scaling_type", "Auto"),
+        )
+    if kind == "integer":
+        return IntegerParameter(
+            spec.get("min_value"),  # type: ignore[arg-type]
+            spec.get("max_value"),  # type: ignore[arg-type]
+            spec.get("scaling_type", "Auto"),
+        )
+    if kind == "categorical":
+        return CategoricalParameter(spec.get("values"))  # type: ignore[arg-type]
+    raise ValidationError(
+        f"parameter type must be one of continuous, integer, categorical; got {kind!r}"
+    )

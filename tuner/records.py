@@ -1,0 +1,78 @@
+"""Plain, immutable snapshots of stored tuning and training jobs, and their status values.
+
+Status names follow SageMaker: a tuning job is InProgress, Stopping, Completed, Stopped or
+Failed; a training job is Pending (recorded, not started), InProgress, Completed, Failed or
+Stopped; its objective is Pending, Succeeded or Failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class TuningStatus(StrEnum):
+    IN_PROGRESS = "InProgress"
+    STOPPING = "Stopping"
+    COMPLETED = "Completed"
+    STOPPED = "Stopped"
+    FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (TuningStatus.COMPLETED, TuningStatus.STOPPED, TuningStatus.FAILED)
+
+
+class TrainingStatus(StrEnum):
+    PENDING = "Pending"
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (TrainingStatus.COMPLETED, TrainingStatus.FAILED, TrainingStatus.STOPPED)
+
+
+class ObjectiveStatus(StrEnum):
+    PENDING = "Pending"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class TuningJob:
+    name: str
+    status: TuningStatus
+    status_reason: str | None
+    definition: dict[str, Any]
+    stop_requested: bool
+    created_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    name: str
+    tuning_job_name: str
+    number: int
+    status: TrainingStatus
+    objective_status: ObjectiveStatus
+    hyperparameters: dict[str, Any]
+    objective: float | None
+    failure_reason: str | None
+    exit_code: int | None
+    handle: str | None
+    workdir: str | None
+    gpus: str | None
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return self.ended_at - self.started_at

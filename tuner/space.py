@@ -1,0 +1,131 @@
+"""One mapping of a whole search space to the unit cube and back, used by every strategy.
+
+Continuous and integer ranges take one coordinate each (scaled by their scaling type, see
+``tuner.parameters``); a categorical range with k choices takes k coordinates, one-hot, and
+decodes to the choice with the largest coordinate (uniform coordinates give a uniform choice).
+``decode(encode(p)) == p`` for every valid configuration ``p``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from tuner.errors import ValidationError
+from tuner.parameters import (
+    CategoricalParameter,
+    ContinuousParameter,
+    IntegerParameter,
+    Parameter,
+)
+
+Config = dict[str, Any]
+
+
+class SearchSpace:
+    """An ordered mapping of hyperparameter names to ranges, with its unit-cube encoding."""
+
+    def __init__(self, ranges: Mapping[str, Parameter]) -> None:
+        if not ranges:
+            raise ValidationError(
+                "hyperparameter_ranges must name at least one parameter, got none"
+            )
+        self.ranges: dict[str, Parameter] = {}
+        self._slices: dict[str, slice] = {}
+        start = 0
+        for name, rng in ranges.items():
+            if not isinstance(name, str) or not name or name.startswith("-") or "=" in name:
+                raise ValidationError(
+                    "hyperparameter names must be non-empty strings that do not start with "
+                    f"'-' or contain '=', got {name!r}"
+                )
+            if not isinstance(rng, ContinuousParameter | IntegerParameter | CategoricalParameter):
+                raise ValidationError(
+                    f"range of {name!r} must be a ContinuousParameter, IntegerParameter or "
+                    f"CategoricalParameter, got {rng!r}"
+                )
+            width = len(rng.values) if isinstance(rng, CategoricalParameter) else 1
+            self.ranges[name] = rng
+            self._slices[name] = slice(start, start + width)
+            start += width
+        self.dimensions = start
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.ranges)
+
+    def __iter__(self) -> Iterator[tuple[str, Parameter]]:
+        return iter(self.ranges.items())
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        """Raise ``ValidationError`` unless ``config`` sets exactly this space's names in range."""
+        missing = [n for n in self.ranges if n not in config]
+        extra = [n for n in config if n not in self.ranges]
+        if missing or extra:
+            raise ValidationError(
+                f"a configuration must set exactly {self.names}; missing {missing}, extra {extra}"
+            )
+        for name, rng in self.ranges.items():
+            if not rng.contains(config[name]):
+                raise ValidationError(
+                    f"{name}={config[name]!r} is outside its range {rng.to_dict()}"
+                )
+
+    def encode(self, config: Mapping[str, Any]) -> np.ndarray:
+        """The unit-cube point of a valid configuration."""
+        u = np.zeros(self.dimensions)
+        for name, rng in self.ranges.items():
+            sl = self._slices[name]
+            if isinstance(rng, CategoricalParameter):
+                u[sl.start + rng.index(config[name])] = 1.0
+            else:
+                u[sl.start] = rng.to_unit(config[name])
+        return u
+
+    def decode(self, u: np.ndarray | list[float]) -> Config:
+        """The configuration of a unit-cube point; coordinates outside [0, 1] are clipped."""
+        point = np.clip(np.asarray(u, dtype=float), 0.0, 1.0)
+        if point.shape != (self.dimensions,):
+            raise ValidationError(
+                f"a point of this space has {self.dimensions} coordinates, got shape {point.shape}"
+            )
+        config: Config = {}
+        for name, rng in self.ranges.items():
+            sl = self._slices[name]
+            if isinstance(rng, CategoricalParameter):
+                config[name] = rng.values[int(np.argmax(point[sl]))]
+            else:
+                config[name] = rng.from_unit(float(point[sl.start]))
+        return config
+
+    def slice_of(self, name: str) -> slice:
+        return self._slices[name]
+
+    def key(self, config: Mapping[str, Any]) -> tuple[Any, ...]:
+        """A hashable identity of a configuration (types kept: 1 and True differ)."""
+        return tuple((type(config[n]).__name__, config[n]) for n in self.ranges)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` points uniform in the unit cube (uniform over values after decoding)."""
+        return rng.random((n, self.dimensions))
+
+    def size(self) -> float:
+        """The number of distinct configurations (``math.inf`` with a continuous range)."""
+        total = 1.0
+        for rng in self.ranges.values():
+            if isinstance(rng, ContinuousParameter):
+                return math.inf
+            total *= rng.size() if isinstance(rng, IntegerParameter) else len(rng.values)
+        return total
+
+    def grid(self, points_per_continuous: int) -> list[Config]:
+        """Every combination of the ranges' grid values, in lexicographic order."""
+        axes = [rng.grid(points_per_continuous) for rng in self.ranges.values()]
+        return [dict(zip(self.names, combo, strict=True)) for combo in itertools.product(*axes)]
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {name: rng.to_dict() for name, rng in self.ranges.items()}

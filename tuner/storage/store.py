@@ -1,0 +1,301 @@
+"""The store: every tuning job, training job and metric point, in SQL.
+
+Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL):
+- Every method is one transaction, committed before it returns; what it returns is a plain
+  snapshot (``tuner.records``), never a live ORM object.
+- Names are unique: creating a tuning job under a taken name raises ``ValidationError``;
+  asking for a missing one raises ``NotFoundError``. Training job numbers are unique within
+  their tuning job, and their names are ``<tuning job>-<number:03d>``.
+- Training jobs are listed by number, tuning jobs newest first; metric points by ``seq``.
+- Metric values round-trip exactly, ``nan`` and ``inf`` included.
+- The URL is any SQLAlchemy URL: ``sqlite:///path.db`` (the default; the parent folder is
+  created, WAL journal so readers do not block the running tuner) or
+  ``postgresql+psycopg://user@host:port/db``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from tuner.errors import NotFoundError, ValidationError
+from tuner.metrics import MetricPoint
+from tuner.records import (
+    ObjectiveStatus,
+    TrainingJob,
+    TrainingStatus,
+    TuningJob,
+    TuningStatus,
+)
+from tuner.storage.models import Base, MetricPointRow, TrainingJobRow, TuningJobRow
+
+DEFAULT_DATABASE_URL = "sqlite:///tuner-runs/tuner.db"
+
+
+def _make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValidationError(
+            f"storage must be a SQLAlchemy URL such as sqlite:///tuner.db, got {url!r}"
+        ) from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def _tuning(row: TuningJobRow) -> TuningJob:
+    return TuningJob(
+        name=row.name,
+        status=TuningStatus(row.status),
+        status_reason=row.status_reason,
+        definition=row.definition,
+        stop_requested=row.stop_requested,
+        created_at=row.created_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _training(row: TrainingJobRow, tuning_name: str) -> TrainingJob:
+    return TrainingJob(
+        name=row.name,
+        tuning_job_name=tuning_name,
+        number=row.number,
+        status=TrainingStatus(row.status),
+        objective_status=ObjectiveStatus(row.objective_status),
+        hyperparameters=row.hyperparameters,
+        objective=row.objective,
+        failure_reason=row.failure_reason,
+        exit_code=row.exit_code,
+        handle=row.handle,
+        workdir=row.workdir,
+        gpus=row.gpus,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and not math.isnan(value) else None
+
+
+class Store:
+    """SQL persistence for tuning jobs (see the module contract)."""
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL) -> None:
+        self.url = url
+        self.engine = _make_engine(url)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with self._sessions.begin() as session:
+            yield session
+
+    def _tuning_row(self, session: Session, name: str) -> TuningJobRow:
+        row = session.scalar(select(TuningJobRow).where(TuningJobRow.name == name))
+        if row is None:
+            raise NotFoundError(f"no tuning job named {name!r} in {self.url}")
+        return row
+
+    def _training_row(self, session: Session, name: str) -> TrainingJobRow:
+        row = session.scalar(select(TrainingJobRow).where(TrainingJobRow.name == name))
+        if row is None:
+            raise NotFoundError(f"no training job named {name!r} in {self.url}")
+        return row
+
+    # Tuning jobs
+
+    def create_tuning_job(self, name: str, definition: dict[str, Any]) -> TuningJob:
+        row = TuningJobRow(
+            name=name,
+            status=TuningStatus.IN_PROGRESS.value,
+            definition=definition,
+            stop_requested=False,
+            created_at=time.time(),
+        )
+        try:
+            with self._session() as session:
+                session.add(row)
+        except IntegrityError:
+            raise ValidationError(
+                f"tuning job names must be unique, {name!r} already exists"
+            ) from None
+        return _tuning(row)
+
+    def get_tuning_job(self, name: str) -> TuningJob:
+        with self._session() as session:
+            return _tuning(self._tuning_row(session, name))
+
+    def list_tuning_jobs(
+        self, status: TuningStatus | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[TuningJob]:
+        query = select(TuningJobRow).order_by(
+            TuningJobRow.created_at.desc(), TuningJobRow.id.desc()
+        )
+        if status is not None:
+            query = query.where(TuningJobRow.status == TuningStatus(status).value)
+        query = query.offset(offset).limit(limit)
+        with self._session() as session:
+            return [_tuning(r) for r in session.scalars(query)]
+
+    def set_tuning_status(
+        self, name: str, status: TuningStatus, reason: str | None = None
+    ) -> TuningJob:
+        """Set the status (and reason); a terminal status also records ``ended_at``."""
+        with self._session() as session:
+            row = self._tuning_row(session, name)
+            row.status = TuningStatus(status).value
+            if reason is not None:
+                row.status_reason = reason
+            if TuningStatus(status).terminal:
+                row.ended_at = time.time()
+            return _tuning(row)
+
+    def request_stop(self, name: str) -> TuningJob:
+        """Ask the process running the tuning job to stop it; no-op once it has ended."""
+        with self._session() as session:
+            row = self._tuning_row(session, name)
+            if not TuningStatus(row.status).terminal:
+                row.stop_requested = True
+                row.status = TuningStatus.STOPPING.value
+            return _tuning(row)
+
+    # Training jobs
+
+    def create_training_job(
+        self, tuning_job_name: str, number: int, hyperparameters: dict[str, Any]
+    ) -> TrainingJob:
+        """Record a Pending training job (before it is started)."""
+        with self._session() as session:
+            tuning = self._tuning_row(session, tuning_job_name)
+            row = TrainingJobRow(
+                tuning_job_id=tuning.id,
+                name=f"{tuning_job_name}-{number:03d}",
+                number=number,
+                status=TrainingStatus.PENDING.value,
+                objective_status=ObjectiveStatus.PENDING.value,
+                hyperparameters=hyperparameters,
+                created_at=time.time(),
+            )
+            session.add(row)
+            return _training(row, tuning_job_name)
+
+    def mark_started(
+        self, name: str, handle: str, workdir: str, gpus: str | None = None
+    ) -> TrainingJob:
+        with self._session() as session:
+            row = self._training_row(session, name)
+            row.status = TrainingStatus.IN_PROGRESS.value
+            row.handle = handle
+            row.workdir = workdir
+            row.gpus = gpus
+            row.started_at = time.time()
+            return _training(row, row.tuning_job.name)
+
+    def finish_training_job(
+        self,
+        name: str,
+        status: TrainingStatus,
+        objective: float | None = None,
+        failure_reason: str | None = None,
+        exit_code: int | None = None,
+    ) -> TrainingJob:
+        """Record the end of a training job; the objective counts only when Completed."""
+        status = TrainingStatus(status)
+        succeeded = status is TrainingStatus.COMPLETED and objective is not None
+        with self._session() as session:
+            row = self._training_row(session, name)
+            row.status = status.value
+            row.objective = _finite_or_none(objective)
+            row.objective_status = (
+                ObjectiveStatus.SUCCEEDED if succeeded else ObjectiveStatus.FAILED
+            ).value
+            row.failure_reason = failure_reason
+            row.exit_code = exit_code
+            row.ended_at = time.time()
+            if row.started_at is None:
+                row.started_at = row.ended_at
+            return _training(row, row.tuning_job.name)
+
+    def get_training_job(self, name: str) -> TrainingJob:
+        with self._session() as session:
+            row = self._training_row(session, name)
+            return _training(row, row.tuning_job.name)
+
+    def list_training_jobs(self, tuning_job_name: str) -> list[TrainingJob]:
+        with self._session() as session:
+            tuning = self._tuning_row(session, tuning_job_name)
+            rows = session.scalars(
+                select(TrainingJobRow)
+                .where(TrainingJobRow.tuning_job_id == tuning.id)
+                .order_by(TrainingJobRow.number)
+            )
+            return [_training(r, tuning_job_name) for r in rows]
+
+    def count_training_jobs(self, tuning_job_name: str) -> int:
+        with self._session() as session:
+            tuning = self._tuning_row(session, tuning_job_name)
+            return int(
+                session.scalar(
+                    select(func.count()).where(TrainingJobRow.tuning_job_id == tuning.id)
+                )
+                or 0
+            )
+
+    # Metric points
+
+    def add_metric_points(self, training_job_name: str, points: Iterable[MetricPoint]) -> int:
+        """Append points to a training job's time series; returns how many were stored."""
+        with self._session() as session:
+            row = self._training_row(session, training_job_name)
+            rows = [
+                MetricPointRow(
+                    training_job_id=row.id,
+                    name=p.name,
+                    value=_finite_or_none(p.value),
+                    seq=p.seq,
+                    timestamp=p.timestamp,
+                )
+                for p in points
+            ]
+            session.add_all(rows)
+            return len(rows)
+
+    def metric_points(self, training_job_name: str, name: str | None = None) -> list[MetricPoint]:
+        with self._session() as session:
+            job = self._training_row(session, training_job_name)
+            query = select(MetricPointRow).where(MetricPointRow.training_job_id == job.id)
+            if name is not None:
+                query = query.where(MetricPointRow.name == name)
+            rows = session.scalars(query.order_by(MetricPointRow.seq))
+            return [
+                MetricPoint(r.name, math.nan if r.value is None else r.value, r.seq, r.timestamp)
+                for r in rows
+            ]

@@ -1,0 +1,98 @@
+"""The ask/tell interface every search strategy implements.
+
+Contract:
+- ``ask(n)`` returns up to ``n`` configurations, distinct from each other and from every
+  configuration already asked or told. Fewer than ``n`` (possibly none) means the space or the
+  strategy is exhausted (``exhausted`` is then true).
+- ``tell(config, value)`` reports the objective of a configuration (``None`` or a non-finite
+  value for a failed job). A configuration that was never asked is accepted too: that is how a
+  strategy is rebuilt from stored results.
+- The same seed and the same sequence of asks and tells give the same suggestions.
+- Values are given in the user's direction; strategies minimize ``loss = -value`` when
+  maximizing.
+
+Subclasses implement ``_propose(n)`` (candidate configurations) and ``_observe`` (a result);
+this base class removes duplicates, keeps track of pending configurations and of the direction.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tuner.errors import ValidationError
+from tuner.space import Config, SearchSpace
+
+MAX_FALLBACK_DRAWS = 1000
+
+
+class Strategy(ABC):
+    """A search strategy over one search space, for one objective direction."""
+
+    name: ClassVar[str]
+
+    def __init__(self, space: SearchSpace, maximize: bool = True, seed: int | None = None) -> None:
+        self.space = space
+        self.maximize = maximize
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self._seen: set[tuple[Any, ...]] = set()
+        self.pending: dict[tuple[Any, ...], Config] = {}
+        self.exhausted = False
+
+    def ask(self, n: int) -> list[Config]:
+        """Up to ``n`` new, distinct configurations (see the module contract)."""
+        if not isinstance(n, int) or n < 1:
+            raise ValidationError(f"ask(n) needs n >= 1, got {n!r}")
+        accepted: list[Config] = []
+        for candidate in self._propose(n):
+            config: Config | None = candidate
+            if self.space.key(candidate) in self._seen:
+                self._discard(candidate)
+                config = self._fallback()
+            if config is None:
+                break
+            key = self.space.key(config)
+            self._seen.add(key)
+            self.pending[key] = config
+            accepted.append(config)
+            if len(accepted) == n:
+                break
+        if len(accepted) < n and len(self._seen) >= self.space.size():
+            self.exhausted = True
+        if not accepted:
+            self.exhausted = True
+        return accepted
+
+    def tell(self, config: Config, value: float | None) -> None:
+        """Record the objective of ``config``; ``None``/``nan``/``inf`` mark a failed job."""
+        self.space.validate(config)
+        key = self.space.key(config)
+        self.pending.pop(key, None)
+        self._seen.add(key)
+        loss: float | None = None
+        if value is not None and math.isfinite(value):
+            loss = -float(value) if self.maximize else float(value)
+        self._observe(config, loss)
+
+    def _fallback(self) -> Config | None:
+        """A random configuration not seen yet, or None when the space is used up."""
+        for _ in range(MAX_FALLBACK_DRAWS):
+            config = self.space.decode(self.space.sample(self.rng, 1)[0])
+            if self.space.key(config) not in self._seen:
+                return config
+        return None
+
+    def _discard(self, config: Config) -> None:
+        """A proposed configuration was dropped as a duplicate (hook for stateful samplers)."""
+
+    @abstractmethod
+    def _propose(self, n: int) -> list[Config]:
+        """Up to ``n`` candidates; duplicates are replaced by the base class."""
+
+    @abstractmethod
+    def _observe(self, config: Config, loss: float | None) -> None:
+        """A result in minimization form; ``loss is None`` for a failed job."""

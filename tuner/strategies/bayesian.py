@@ -1,0 +1,86 @@
+"""Bayesian optimisation with a Gaussian process (scikit-optimize), batched by constant liar.
+
+The GP works on the unit cube of ``tuner.space`` (log ranges are already log there). The first
+``n_initial_points`` suggestions are random; after that each suggestion maximises the
+acquisition function (expected improvement by default). When asked for several points, or while
+earlier points are still running, the pending points are added to a copy of the model with a
+lie for their value (the best loss seen so far, "cl_min", by default), so that a batch spreads
+out instead of repeating one point (Ginsbourger, Le Riche and Carraro, 2010).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from skopt import Optimizer
+
+from tuner.errors import ValidationError
+from tuner.space import Config, SearchSpace
+from tuner.strategies.base import Strategy
+
+LIE_STRATEGIES = ("cl_min", "cl_mean", "cl_max")
+
+
+class BayesianStrategy(Strategy):
+    name = "Bayesian"
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        maximize: bool = True,
+        seed: int | None = None,
+        n_initial_points: int = 10,
+        acq_func: str = "EI",
+        lie: str = "cl_min",
+    ) -> None:
+        super().__init__(space, maximize, seed)
+        if not isinstance(n_initial_points, int) or n_initial_points < 1:
+            raise ValidationError(
+                f"n_initial_points must be an integer >= 1, got {n_initial_points!r}"
+            )
+        if lie not in LIE_STRATEGIES:
+            raise ValidationError(f"lie must be one of {LIE_STRATEGIES}, got {lie!r}")
+        self.lie = lie
+        self._optimizer = Optimizer(
+            dimensions=[(0.0, 1.0)] * space.dimensions,
+            base_estimator="GP",
+            n_initial_points=n_initial_points,
+            initial_point_generator="random",
+            acq_func=acq_func,
+            acq_optimizer="sampling",
+            random_state=int(self.rng.integers(2**31 - 1)),
+        )
+
+    def _propose(self, n: int) -> list[Config]:
+        optimizer = self._optimizer
+        pending = [self._point(c) for c in self.pending.values()]
+        with warnings.catch_warnings():
+            # skopt warns when it proposes a point it has seen; the base class replaces it.
+            warnings.simplefilter("ignore")
+            if pending and optimizer.yi:
+                optimizer = optimizer.copy(random_state=int(self.rng.integers(2**31 - 1)))
+                optimizer.tell(pending, [self._lie(optimizer.yi)] * len(pending))
+            points = optimizer.ask(n_points=n, strategy=self.lie) if n > 1 else [optimizer.ask()]
+        return [self.space.decode(np.asarray(p)) for p in points]
+
+    def _lie(self, losses: list[float]) -> float:
+        if self.lie == "cl_min":
+            return float(np.min(losses))
+        if self.lie == "cl_max":
+            return float(np.max(losses))
+        return float(np.mean(losses))
+
+    def _point(self, config: Config) -> list[float]:
+        return [float(x) for x in self.space.encode(config)]
+
+    def _observe(self, config: Config, loss: float | None) -> None:
+        if loss is None:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._optimizer.tell(self._point(config), loss)
+
+    def describe(self) -> dict[str, Any]:
+        return {"observations": len(self._optimizer.yi), "lie": self.lie}
