@@ -160,7 +160,8 @@ class IntegerParameter:
     def __init__(
         self, min_value: int, max_value: int, scaling_type: str | ScalingType = "Auto"
     ) -> None:
-        for name, v in (("min_value", min_value), ("max_value", max_value)):
+        pair: tuple[tuple[str, Any], ...] = (("min_value", min_value), ("max_value", max_value))
+        for name, v in pair:
             whole_float = isinstance(v, float) and v.is_integer()
             if isinstance(v, bool) or not (isinstance(v, int) or whole_float):
                 raise ValidationError(f"{name} must be an integer, got {v!r}")

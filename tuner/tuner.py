@@ -30,7 +30,7 @@ from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
 from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJob, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
-from tuner.storage import DEFAULT_DATABASE_URL, Store
+from tuner.storage import Store
 
 
 def default_name(prefix: str = "tuning") -> str:
@@ -56,7 +56,8 @@ class HyperparameterTuner:
         max_jobs_without_improvement: stop after this many completed jobs without a new best.
         objective_aggregation: ``"Last"`` reported value (default) or ``"Best"``.
         strategy_options: keyword arguments of the strategy (e.g. ``n_initial_points``).
-        storage: SQLAlchemy URL of the store (default ``sqlite:///tuner-runs/tuner.db``).
+        storage: SQLAlchemy URL of the store (default ``$TUNER_DATABASE_URL``, else
+            ``sqlite:///tuner-runs/tuner.db``).
         name: the tuning job's name (default: generated, unique).
     """
 
@@ -76,7 +77,7 @@ class HyperparameterTuner:
         max_jobs_without_improvement: int | None = None,
         objective_aggregation: str = "Last",
         strategy_options: Mapping[str, Any] | None = None,
-        storage: str = DEFAULT_DATABASE_URL,
+        storage: str | None = None,
         name: str | None = None,
     ) -> None:
         ranges: dict[str, Any] = {}
@@ -128,7 +129,7 @@ class HyperparameterTuner:
     def from_definition(
         cls,
         definition: TuningJobDefinition | Mapping[str, Any],
-        storage: str = DEFAULT_DATABASE_URL,
+        storage: str | None = None,
     ) -> HyperparameterTuner:
         """A tuner for a definition document (a parsed YAML file, say)."""
         tuner = cls.__new__(cls)
@@ -141,7 +142,7 @@ class HyperparameterTuner:
         return tuner
 
     @classmethod
-    def attach(cls, name: str, storage: str = DEFAULT_DATABASE_URL) -> HyperparameterTuner:
+    def attach(cls, name: str, storage: str | None = None) -> HyperparameterTuner:
         """The tuner of an existing tuning job in the store (raises ``NotFoundError``)."""
         store = Store(storage)
         record = store.get_tuning_job(name)

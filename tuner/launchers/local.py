@@ -5,7 +5,8 @@ stdout and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: 
 ``gpus`` offers ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them
 through ``CUDA_VISIBLE_DEVICES``. Stopping signals the whole process group: SIGTERM, then SIGKILL
 after ``grace_period`` seconds; when the job's main process ends, whatever it left behind in its
-group is killed too.
+group is killed too. The folder of the tuner's own Python interpreter comes first on the job's
+PATH, so ``python`` in a command is the tuner's virtualenv, as if it were activated.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 from tuner.errors import LaunchError, ValidationError
@@ -38,6 +41,13 @@ class _LocalJob:
     timed_out: bool = False
     stopped: bool = False
     finished: bool = False
+
+
+def _with_interpreter_dir(path: str) -> str:
+    """PATH with the running interpreter's folder first, as an activated virtualenv has it."""
+    here = str(Path(sys.executable).parent)
+    parts = [p for p in path.split(os.pathsep) if p and p != here]
+    return os.pathsep.join([here, *parts])
 
 
 class LocalLauncher(Launcher):
@@ -101,6 +111,7 @@ class LocalLauncher(Launcher):
         spec.workdir.mkdir(parents=True, exist_ok=True)
         gpus = self._take_gpus(spec)
         env = {**os.environ, **spec.env}
+        env["PATH"] = _with_interpreter_dir(env.get("PATH", ""))
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends

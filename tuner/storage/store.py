@@ -16,6 +16,7 @@ Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL)
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,11 @@ from tuner.records import (
 from tuner.storage.models import Base, MetricPointRow, TrainingJobRow, TuningJobRow
 
 DEFAULT_DATABASE_URL = "sqlite:///tuner-runs/tuner.db"
+
+
+def default_url() -> str:
+    """``$TUNER_DATABASE_URL`` when set, else a SQLite file under ``./tuner-runs``."""
+    return os.environ.get("TUNER_DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
 def _make_engine(url: str) -> Engine:
@@ -104,7 +110,8 @@ def _finite_or_none(value: float | None) -> float | None:
 class Store:
     """SQL persistence for tuning jobs (see the module contract)."""
 
-    def __init__(self, url: str = DEFAULT_DATABASE_URL) -> None:
+    def __init__(self, url: str | None = None) -> None:
+        url = url or default_url()
         self.url = url
         self.engine = _make_engine(url)
         Base.metadata.create_all(self.engine)

@@ -1,0 +1,213 @@
+"""The ``tuner`` command: run, list, describe, stop, export and check-metrics.
+
+Exit codes: 0 success (a tuning job that ended Completed or Stopped), 1 a tuning job that
+Failed or a check that found no objective, 2 bad input (the message names rule and value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from tuner.definition import TuningJobDefinition
+from tuner.errors import TunerError
+from tuner.metrics import final_objective, parse_log
+from tuner.records import TrainingJob, TrainingStatus, TuningStatus
+from tuner.storage import Store
+from tuner.tuner import HyperparameterTuner
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    definition = TuningJobDefinition.load(args.config)
+    if args.name:
+        definition = definition.model_copy(update={"name": args.name})
+    tuner = HyperparameterTuner.from_definition(definition, storage=args.storage)
+    bar = tqdm(total=definition.max_jobs, unit="job", disable=args.no_progress, file=sys.stderr)
+    best: list[float] = []
+    sign = 1.0 if definition.maximize else -1.0
+
+    def on_event(kind: str, job: TrainingJob) -> None:
+        if kind != "ended":
+            return
+        bar.update(1)
+        value = job.objective if job.status is TrainingStatus.COMPLETED else None
+        if value is not None and (not best or sign * value > sign * best[0]):
+            best[:] = [value]
+        failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
+        bar.set_postfix_str(
+            f"best {definition.objective_metric_name}={best[0]:.6g}{failed}" if best else failed
+        )
+
+    try:
+        tuner.fit(wait=True, on_event=on_event)
+    finally:
+        bar.close()
+    print(summary(tuner))
+    return 1 if tuner.describe()["status"] == TuningStatus.FAILED.value else 0
+
+
+def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
+    """Status, reason, counters and the best ``top`` training jobs as text."""
+    d = tuner.describe()
+    lines = [
+        f"Tuning job {d['name']}: {d['status']} ({d['status_reason']})",
+        f"  strategy {d['strategy']}, objective {d['objective']['type']} "
+        f"{d['objective']['metric']}",
+        "  training jobs: "
+        + ", ".join(f"{k} {v}" for k, v in d["training_job_status_counters"].items() if v),
+    ]
+    best = d["best_training_job"]
+    if best:
+        lines.append(f"  best: {best['name']} {d['objective']['metric']}={best['objective']:.6g}")
+        lines.append(f"        {json.dumps(best['hyperparameters'])}")
+    frame = tuner.analytics().dataframe()
+    done = frame[frame["ObjectiveStatus"] == "Succeeded"]
+    if len(done):
+        ascending = d["objective"]["type"] == "Minimize"
+        shown = done.sort_values("FinalObjectiveValue", ascending=ascending).head(top)
+        columns = ["TrainingJobName", *tuner.definition.hyperparameter_ranges,
+                   "FinalObjectiveValue", "TrainingElapsedTimeSeconds"]  # fmt: skip
+        lines.append(f"  top {len(shown)}:")
+        lines.append(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = Store(args.storage)
+    jobs = store.list_tuning_jobs(TuningStatus(args.status) if args.status else None)
+    print(f"{'NAME':40} {'STATUS':11} {'STRATEGY':9} {'JOBS':>5} CREATED (UTC)")
+    for job in jobs:
+        count = store.count_training_jobs(job.name)
+        strategy = job.definition.get("strategy", "?")
+        print(
+            f"{job.name:40} {job.status.value:11} {strategy:9} {count:>5} {_when(job.created_at)}"
+        )
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
+    if args.json:
+        print(json.dumps(tuner.describe(), indent=2, default=str))
+    else:
+        print(summary(tuner))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    record = Store(args.storage).request_stop(args.name)
+    print(f"{record.name}: {record.status.value}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
+    print(tuner.analytics().export_csv(args.csv))
+    return 0
+
+
+def cmd_check_metrics(args: argparse.Namespace) -> int:
+    definition = TuningJobDefinition.load(args.config)
+    try:
+        data = Path(args.log).read_bytes()
+    except OSError as exc:
+        raise TunerError(f"cannot read log {args.log}: {exc}") from None
+    points, parser = parse_log(data, definition.metrics())
+    print(f"{args.log}: {parser.lines} lines, {len(points)} metric values")
+    found_objective = False
+    for metric in definition.metrics():
+        values = [p.value for p in points if p.name == metric.name]
+        marker = " (objective)" if metric.name == definition.objective_metric_name else ""
+        if not values:
+            print(f"  {metric.name}{marker}: no match for {metric.regex!r}")
+            continue
+        finite = [v for v in values if math.isfinite(v)]
+        shown = ", ".join(f"{v:g}" for v in values[:3]) + (" ..." if len(values) > 3 else "")
+        print(f"  {metric.name}{marker}: {len(values)} values [{shown}] last={values[-1]:g}"
+              + (f" min={min(finite):g} max={max(finite):g}" if finite else ""))  # fmt: skip
+        if marker:
+            found_objective = True
+    for miss in parser.unparsed[:10]:
+        print(f"  {miss.name}: captured {miss.text!r}, not a number, in line {miss.line[:120]!r}")
+    if found_objective:
+        value = final_objective(
+            points, definition.objective_metric_name, definition.aggregation, definition.maximize
+        )
+        print(f"objective {definition.objective_metric_name} "
+              f"({definition.objective_aggregation}) = {value:g}")  # fmt: skip
+        return 0
+    print(f"objective {definition.objective_metric_name!r} was not found: "
+          "a training job with this log would fail")  # fmt: skip
+    return 1
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="tuner", description=__doc__.splitlines()[0])
+    root.add_argument(
+        "--storage", help="SQLAlchemy URL (default $TUNER_DATABASE_URL or "
+        "sqlite:///tuner-runs/tuner.db)"
+    )  # fmt: skip
+    sub = root.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a tuning job from a YAML definition")
+    run.add_argument("config", help="tuning job definition (YAML)")
+    run.add_argument("--name", help="name of the tuning job (default: generated)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    ls = sub.add_parser("list", help="list tuning jobs, newest first")
+    ls.add_argument("--status", choices=[s.value for s in TuningStatus])
+    ls.set_defaults(func=cmd_list)
+
+    describe = sub.add_parser("describe", help="status, counters and best job of a tuning job")
+    describe.add_argument("name")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(func=cmd_describe)
+
+    stop = sub.add_parser("stop", help="stop a running tuning job (from any process)")
+    stop.add_argument("name")
+    stop.set_defaults(func=cmd_stop)
+
+    export = sub.add_parser("export", help="write one CSV row per training job")
+    export.add_argument("name")
+    export.add_argument("--csv", required=True, help="output file")
+    export.set_defaults(func=cmd_export)
+
+    check = sub.add_parser(
+        "check-metrics", help="show what the metric definitions extract from a sample log"
+    )
+    check.add_argument("--log", required=True, help="a log file of the training command")
+    check.add_argument("--config", required=True, help="tuning job definition (YAML)")
+    check.set_defaults(func=cmd_check_metrics)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        result: Any = args.func(args)
+        return int(result)
+    except TunerError as exc:
+        print(f"tuner: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
