@@ -1,0 +1,176 @@
+"""One contract, run on every launcher (see tuner/launchers/base.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tuner import LaunchError, ValidationError
+from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
+
+LAUNCHERS: dict[str, Callable[..., Launcher]] = {"local": LocalLauncher}
+PY = sys.executable
+
+
+@pytest.fixture(params=sorted(LAUNCHERS))
+def make(request):
+    return LAUNCHERS[request.param]
+
+
+def spec(tmp_path: Path, code: str, *args: str, name: str = "job-1", **kw) -> LaunchSpec:
+    return LaunchSpec(
+        name=name, argv=[PY, "-c", code, *args], workdir=tmp_path / name, **kw
+    )
+
+
+def wait(launcher: Launcher, handle: str, timeout: float = 30) -> tuple[JobStatus, bytes]:
+    log = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = launcher.poll(handle)
+        log += launcher.read_logs(handle)
+        if not status.running:
+            while chunk := launcher.read_logs(handle):
+                log += chunk
+            return status, log
+        assert time.monotonic() < deadline, "job did not end in time"
+        time.sleep(0.02)
+
+
+def test_exit_code_and_both_streams_in_the_log(make, tmp_path):
+    launcher = make()
+    h = launcher.start(spec(tmp_path, "import sys; print('out'); print('err', file=sys.stderr); "
+                                      "sys.exit(3)"))  # fmt: skip
+    status, log = wait(launcher, h)
+    assert status.exit_code == 3
+    assert b"out" in log and b"err" in log
+
+
+def test_argv_is_passed_literally_never_through_a_shell(make, tmp_path):
+    launcher = make()
+    nasty = ["a b", "; touch pwned", "$HOME", "`id`", "'\"", "--x=1|cat", ""]
+    h = launcher.start(spec(tmp_path, "import json, sys; print(json.dumps(sys.argv[1:]))", *nasty))
+    status, log = wait(launcher, h)
+    assert status.exit_code == 0
+    assert json.loads(log.decode().strip()) == nasty
+    assert not (tmp_path / "job-1" / "pwned").exists()
+
+
+def test_environment_and_working_directory(make, tmp_path):
+    launcher = make()
+    cwd = tmp_path / "code"
+    cwd.mkdir()
+    h = launcher.start(spec(tmp_path, "import os; print(os.environ['TUNER_TRIAL_NAME'], "
+                                      "os.getcwd())", env={"TUNER_TRIAL_NAME": "t-007"}, cwd=cwd))  # fmt: skip
+    status, log = wait(launcher, h)
+    assert log.decode().split() == ["t-007", str(cwd)]
+
+
+def test_logs_stream_while_the_job_runs(make, tmp_path):
+    launcher = make()
+    h = launcher.start(spec(tmp_path, "import time\nprint('first', flush=True)\ntime.sleep(30)"))
+    deadline = time.monotonic() + 10
+    seen = b""
+    while b"first" not in seen and time.monotonic() < deadline:
+        seen += launcher.read_logs(h)
+        time.sleep(0.02)
+    assert b"first" in seen
+    assert launcher.poll(h).running
+    launcher.stop(h)
+    status, _ = wait(launcher, h)
+    assert status.stopped and not status.running
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_stop_kills_the_whole_process_group(make, tmp_path):
+    launcher = make(grace_period=5)
+    code = ("import subprocess, sys, time\n"
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print(c.pid, flush=True)\ntime.sleep(60)")  # fmt: skip
+    h = launcher.start(spec(tmp_path, code))
+    out = b""
+    while not out.strip():
+        out += launcher.read_logs(h)
+        time.sleep(0.02)
+    child = int(out.split()[0])
+    assert _alive(child)
+    launcher.stop(h)
+    status, _ = wait(launcher, h)
+    assert status.exit_code == -15
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_sigterm_ignored_means_sigkill_after_the_grace_period(make, tmp_path):
+    launcher = make(grace_period=0.5)
+    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('ready', flush=True)\ntime.sleep(60)")  # fmt: skip
+    h = launcher.start(spec(tmp_path, code))
+    while b"ready" not in launcher.read_logs(h):
+        time.sleep(0.02)
+    began = time.monotonic()
+    launcher.stop(h)
+    status, _ = wait(launcher, h)
+    assert status.exit_code == -9
+    assert 0.4 < time.monotonic() - began < 10
+
+
+def test_max_runtime_stops_the_job(make, tmp_path):
+    launcher = make(grace_period=1)
+    h = launcher.start(spec(tmp_path, "import time; time.sleep(60)", max_runtime=0.3))
+    status, _ = wait(launcher, h)
+    assert status.timed_out and status.exit_code is not None and status.exit_code < 0
+
+
+def test_missing_program_is_a_launch_error(make, tmp_path):
+    launcher = make()
+    bad = LaunchSpec(name="j", argv=["/no/such/program"], workdir=tmp_path / "j")
+    with pytest.raises(LaunchError, match="cannot start '/no/such/program'"):
+        launcher.start(bad)
+
+
+def test_gpu_slots_through_cuda_visible_devices(make, tmp_path):
+    launcher = make(gpus=["0", "1"], jobs_per_gpu=2)
+    assert launcher.free_slots(1) == 4
+    assert launcher.free_slots(2) == 2
+    code = "import os, time; print(os.environ['CUDA_VISIBLE_DEVICES'], flush=True); time.sleep(30)"
+    handles = [launcher.start(spec(tmp_path, code, name=f"j{i}", gpus_per_job=1)) for i in range(4)]
+    assert launcher.free_slots(1) == 0
+    with pytest.raises(LaunchError, match="needs 1 GPU slots, only 0 are free"):
+        launcher.start(spec(tmp_path, code, name="j5", gpus_per_job=1))
+    seen = []
+    for h in handles:
+        out = b""
+        while not out.strip():
+            out += launcher.read_logs(h)
+            time.sleep(0.02)
+        seen.append(out.decode().strip())
+    assert sorted(seen) == ["0", "0", "1", "1"]
+    for h in handles:
+        launcher.stop(h)
+    for h in handles:
+        wait(launcher, h)
+    assert launcher.free_slots(2) == 2
+
+
+def test_bad_launcher_settings(make):
+    with pytest.raises(ValidationError, match="jobs_per_gpu must be an integer >= 1, got 0"):
+        make(jobs_per_gpu=0)
+    with pytest.raises(ValidationError, match="gpus must be distinct"):
+        make(gpus=["0", "0"])

@@ -1,0 +1,116 @@
+"""The store contract (tuner/storage/store.py), run on SQLite and on a real PostgreSQL."""
+
+import math
+import threading
+
+import pytest
+
+from tuner import NotFoundError, ValidationError
+from tuner.metrics import MetricPoint
+from tuner.records import ObjectiveStatus, TrainingStatus, TuningStatus
+from tuner.storage import Store
+
+DEFINITION = {"strategy": "Random", "hyperparameter_ranges": {"lr": {"type": "continuous"}}}
+
+
+def test_tuning_job_round_trip(store):
+    created = store.create_tuning_job("t1", DEFINITION)
+    assert created.status is TuningStatus.IN_PROGRESS
+    got = store.get_tuning_job("t1")
+    assert got.definition == DEFINITION
+    assert got.created_at == pytest.approx(created.created_at)
+
+
+def test_names_are_unique_and_missing_names_say_so(store):
+    store.create_tuning_job("t1", DEFINITION)
+    with pytest.raises(ValidationError, match="'t1' already exists"):
+        store.create_tuning_job("t1", DEFINITION)
+    with pytest.raises(NotFoundError, match="no tuning job named 'nope'"):
+        store.get_tuning_job("nope")
+    with pytest.raises(NotFoundError, match="no training job named 'nope-001'"):
+        store.get_training_job("nope-001")
+    assert store.get_tuning_job("t1").definition == DEFINITION  # nothing lost
+
+
+def test_listing_newest_first_filtered_and_paged(store):
+    for name in ("a", "b", "c"):
+        store.create_tuning_job(name, DEFINITION)
+    store.set_tuning_status("b", TuningStatus.COMPLETED, "done")
+    assert [j.name for j in store.list_tuning_jobs()] == ["c", "b", "a"]
+    assert [j.name for j in store.list_tuning_jobs(TuningStatus.COMPLETED)] == ["b"]
+    assert [j.name for j in store.list_tuning_jobs(limit=1, offset=1)] == ["b"]
+    b = store.get_tuning_job("b")
+    assert b.status_reason == "done" and b.ended_at is not None
+
+
+def test_training_job_lifecycle(store):
+    store.create_tuning_job("t", DEFINITION)
+    job = store.create_training_job("t", 1, {"lr": 0.1, "opt": "sgd", "n": 3, "flag": True})
+    assert job.name == "t-001" and job.status is TrainingStatus.PENDING
+    store.mark_started(job.name, "handle-1", "/tmp/w", gpus="0,1")
+    running = store.get_training_job("t-001")
+    assert running.status is TrainingStatus.IN_PROGRESS and running.gpus == "0,1"
+    done = store.finish_training_job("t-001", TrainingStatus.COMPLETED, 0.93, exit_code=0)
+    assert done.objective_status is ObjectiveStatus.SUCCEEDED
+    assert done.objective == 0.93 and done.duration is not None and done.duration >= 0
+    assert done.hyperparameters == {"lr": 0.1, "opt": "sgd", "n": 3, "flag": True}
+    failed = store.create_training_job("t", 2, {"lr": 0.2})
+    store.finish_training_job(failed.name, TrainingStatus.FAILED, None, "boom", 1)
+    jobs = store.list_training_jobs("t")
+    assert [j.number for j in jobs] == [1, 2]
+    assert jobs[1].failure_reason == "boom" and jobs[1].objective_status is ObjectiveStatus.FAILED
+    assert store.count_training_jobs("t") == 2
+
+
+def test_training_numbers_are_unique_within_a_tuning_job(store):
+    store.create_tuning_job("t", DEFINITION)
+    store.create_training_job("t", 1, {})
+    with pytest.raises(Exception):  # noqa: B017 - the database refuses, whatever the driver
+        store.create_training_job("t", 1, {})
+    assert store.count_training_jobs("t") == 1
+
+
+def test_metric_points_round_trip_exactly(store):
+    store.create_tuning_job("t", DEFINITION)
+    job = store.create_training_job("t", 1, {})
+    values = [0.1, 1e-300, -2.5e10, math.inf, -math.inf, math.nan]
+    points = [MetricPoint("m", v, i, 100.0 + i) for i, v in enumerate(values)]
+    points.append(MetricPoint("other", 7.0, len(values), 200.0))
+    assert store.add_metric_points(job.name, points) == 7
+    got = store.metric_points(job.name, "m")
+    assert [p.seq for p in got] == list(range(6))
+    for p, want in zip(got, values, strict=True):
+        assert (math.isnan(p.value) and math.isnan(want)) or p.value == want
+    assert len(store.metric_points(job.name)) == 7
+
+
+def test_stop_request_is_seen_by_another_store_on_the_same_database(store, database_url):
+    store.create_tuning_job("t", DEFINITION)
+    other = Store(database_url)
+    other.request_stop("t")
+    record = store.get_tuning_job("t")
+    assert record.stop_requested and record.status is TuningStatus.STOPPING
+    store.set_tuning_status("t", TuningStatus.STOPPED, "stopped on request")
+    assert other.request_stop("t").status is TuningStatus.STOPPED  # no-op once ended
+    other.close()
+
+
+def test_concurrent_writers_lose_nothing(store):
+    store.create_tuning_job("t", DEFINITION)
+    jobs = [store.create_training_job("t", n, {}) for n in range(1, 5)]
+
+    def write(name):
+        for i in range(25):
+            store.add_metric_points(name, [MetricPoint("m", float(i), i, 0.0)])
+
+    threads = [threading.Thread(target=write, args=(j.name,)) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(len(store.metric_points(j.name)) == 25 for j in jobs)
+
+
+def test_bad_url_is_a_clear_error():
+    with pytest.raises(ValidationError, match="storage must be a SQLAlchemy URL"):
+        Store("not a url")

@@ -1,0 +1,155 @@
+"""One contract, run on every strategy (see tuner/strategies/base.py)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tuner import (
+    CategoricalParameter,
+    ContinuousParameter,
+    IntegerParameter,
+    SearchSpace,
+    ValidationError,
+)
+from tuner.strategies import STRATEGIES, make_strategy
+
+ALL = sorted(STRATEGIES)
+SPACE = SearchSpace(
+    {
+        "learning_rate": ContinuousParameter(1e-4, 1.0, "Logarithmic"),
+        "momentum": ContinuousParameter(0.0, 0.99, "ReverseLogarithmic"),
+        "layers": IntegerParameter(1, 8),
+        "optimizer": CategoricalParameter(["sgd", "adam"]),
+    }
+)
+
+
+def score(c):
+    """Best near learning_rate=1e-2, momentum=0.9, sgd; bigger is better."""
+    return (
+        -((math.log10(c["learning_rate"]) + 2) ** 2)
+        - 10 * (c["momentum"] - 0.9) ** 2
+        - 0.05 * abs(c["layers"] - 4)
+        + (0.5 if c["optimizer"] == "sgd" else 0.0)
+    )
+
+
+def run(strategy, rounds, batch, f=score, sign=1.0):
+    history = []
+    for _ in range(rounds):
+        for config in strategy.ask(batch):
+            value = sign * f(config)
+            strategy.tell(config, value)
+            history.append((config, value))
+    return history
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_batches_are_distinct_and_in_range(name):
+    strategy = make_strategy(name, SPACE, seed=1)
+    seen = set()
+    for _ in range(4):
+        batch = strategy.ask(5)
+        assert len(batch) == 5
+        for config in batch:
+            SPACE.validate(config)
+            key = SPACE.key(config)
+            assert key not in seen
+            seen.add(key)
+        for config in batch:
+            strategy.tell(config, score(config))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_pending_points_are_never_suggested_twice(name):
+    strategy = make_strategy(name, SPACE, seed=2)
+    run(strategy, rounds=12, batch=1)
+    pending = strategy.ask(4) + strategy.ask(4)  # no results told in between
+    assert len({SPACE.key(c) for c in pending}) == 8
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_same_seed_same_results_same_suggestions(name):
+    a = run(make_strategy(name, SPACE, seed=7), rounds=14, batch=2)
+    b = run(make_strategy(name, SPACE, seed=7), rounds=14, batch=2)
+    assert [c for c, _ in a] == [c for c, _ in b]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_small_discrete_space_is_exhausted_without_duplicates(name):
+    space = SearchSpace({"a": IntegerParameter(1, 3), "b": CategoricalParameter([True, False])})
+    strategy = make_strategy(name, space, seed=0)
+    got = []
+    while not strategy.exhausted:
+        batch = strategy.ask(4)
+        for config in batch:
+            strategy.tell(config, float(config["a"]))
+        got += batch
+        assert len(got) <= 6
+    assert sorted((c["a"], c["b"]) for c in got) == sorted(
+        (a, b) for a in (1, 2, 3) for b in (True, False)
+    )
+    assert strategy.ask(1) == []
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_results_for_configs_never_asked_are_accepted(name):
+    strategy = make_strategy(name, SPACE, seed=3)
+    rng = np.random.default_rng(0)
+    for u in SPACE.sample(rng, 12):
+        config = SPACE.decode(u)
+        strategy.tell(config, score(config))
+    strategy.tell(SPACE.decode(SPACE.sample(rng, 1)[0]), None)  # a failed job
+    assert len(strategy.ask(3)) == 3
+
+
+@pytest.mark.parametrize("name", ["Bayesian", "TPE"])
+@pytest.mark.parametrize("direction", ["Maximize", "Minimize"])
+def test_model_based_search_beats_random_in_both_directions(name, direction):
+    sign = 1.0 if direction == "Maximize" else -1.0
+    best = {}
+    for strategy_name in (name, "Random"):
+        strategy = make_strategy(strategy_name, SPACE, maximize=sign > 0, seed=11)
+        history = run(strategy, rounds=40, batch=1, sign=sign)
+        best[strategy_name] = max(sign * v for _, v in history)
+    assert best[name] > best["Random"]
+    assert best[name] > 0.3
+
+
+def test_bayesian_batch_spreads_out():
+    strategy = make_strategy("Bayesian", SPACE, seed=5)
+    run(strategy, rounds=12, batch=1)
+    batch = strategy.ask(8)
+    points = np.array([SPACE.encode(c) for c in batch])
+    gaps = [np.linalg.norm(points[i] - points[j]) for i in range(8) for j in range(i)]
+    assert min(gaps) > 1e-3
+
+
+def test_grid_covers_the_grid_once():
+    space = SearchSpace({"a": ContinuousParameter(0, 1), "b": CategoricalParameter(["x", "y"])})
+    strategy = make_strategy("Grid", space, seed=0, options={"points_per_continuous": 3})
+    configs = strategy.ask(100)
+    assert len(configs) == 6
+    assert sorted(c["a"] for c in configs) == [0, 0, 0.5, 0.5, 1, 1]
+    assert strategy.exhausted
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("Annealing", {}, "strategy must be one of"),
+        ("Bayesian", {"n_initial_points": 0}, "n_initial_points must be an integer >= 1"),
+        ("Bayesian", {"lie": "cl_best"}, "lie must be one of"),
+        ("Random", {"unknown": 1}, "bad strategy_options for Random"),
+        ("Grid", {"points_per_continuous": 0}, "points_per_continuous must be an integer >= 1"),
+    ],
+)
+def test_bad_strategy_settings(name, options, message):
+    with pytest.raises(ValidationError, match=message):
+        make_strategy(name, SPACE, options=options)
+
+
+def test_ask_needs_a_positive_count():
+    with pytest.raises(ValidationError, match="ask\\(n\\) needs n >= 1, got 0"):
+        make_strategy("Random", SPACE).ask(0)

@@ -1,0 +1,121 @@
+"""Table-driven log parsing: each case is a log (bytes), the definitions, and what they yield."""
+
+import math
+
+import pytest
+
+from tuner import MetricDefinition, ValidationError
+from tuner.metrics import (
+    LogMetricParser,
+    MetricPoint,
+    ObjectiveAggregation,
+    final_objective,
+    parse_log,
+    validate_metric_definitions,
+)
+
+ACC = MetricDefinition("validation-accuracy", r"validation: accuracy=([0-9\.]+)")
+LOSS = MetricDefinition("loss", r"loss=([-+0-9.eEnaifNAIF]+)")
+
+CASES = [
+    ("plain lines", b"validation: accuracy=0.5\nvalidation: accuracy=0.75\n", [ACC], [0.5, 0.75]),
+    ("no final newline", b"validation: accuracy=0.5\nvalidation: accuracy=0.6", [ACC], [0.5, 0.6]),
+    ("windows line ends", b"validation: accuracy=0.5\r\nvalidation: accuracy=0.6\r\n", [ACC],
+     [0.5, 0.6]),
+    ("carriage-return progress bar",
+     b"epoch 1 [====>    ] 40%\repoch 1 [=========] 100%\rvalidation: accuracy=0.81\n", [ACC],
+     [0.81]),
+    ("ansi colours", b"\x1b[1;32mvalidation: accuracy=\x1b[0m0.9\x1b[0m\n", [ACC], [0.9]),
+    ("ansi cursor codes and titles", b"\x1b]0;title\x07\x1b[2Kvalidation: accuracy=0.4\n",
+     [ACC], [0.4]),
+    ("invalid utf-8 around the match", b"\xff\xfe junk validation: accuracy=0.7 \xc3\n", [ACC],
+     [0.7]),
+    ("several matches on one line", b"loss=0.5 loss=0.25\n", [LOSS], [0.5, 0.25]),
+    ("exponents", b"loss=1e-3\nloss=2.5E+02\nloss=-3.0e-1\n", [LOSS], [0.001, 250.0, -0.3]),
+    ("nan and inf", b"loss=nan\nloss=inf\nloss=-inf\nloss=NaN\n", [LOSS],
+     [math.nan, math.inf, -math.inf, math.nan]),
+    ("a capture that is not a number is skipped", b"validation: accuracy=1.2.3\n", [ACC], []),
+    ("no match", b"training: accuracy=0.5\n", [ACC], []),
+    ("two definitions, order of appearance",
+     b"loss=0.9 validation: accuracy=0.1\nloss=0.8\n", [ACC, LOSS], [0.1, 0.9, 0.8]),
+]
+
+
+@pytest.mark.parametrize(("log", "defs", "expected"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])  # fmt: skip
+@pytest.mark.parametrize("chunk", [0, 1, 2, 3, 7])
+def test_parsing(log, defs, expected, chunk):
+    points, _ = parse_log(log, defs, chunk_size=chunk)
+    values = [p.value for p in points]
+    assert len(values) == len(expected)
+    for got, want in zip(values, expected, strict=True):
+        assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+    assert [p.seq for p in points] == list(range(len(points)))
+
+
+def test_multibyte_character_split_across_reads():
+    parser = LogMetricParser([MetricDefinition("m", r"é=([0-9.]+)")])
+    data = "é=0.5\n".encode()
+    assert parser.feed(data[:1]) == []
+    points = parser.feed(data[1:])
+    assert [p.value for p in points] == [0.5]
+
+
+def test_very_long_lines_are_cut_without_losing_later_lines():
+    parser = LogMetricParser([ACC], max_line_chars=1000)
+    log = b"x" * 50_000 + b"\nvalidation: accuracy=0.25\n"
+    points = []
+    for i in range(0, len(log), 4096):
+        points += parser.feed(log[i : i + 4096])
+    points += parser.close()
+    assert [p.value for p in points] == [0.25]
+    assert len(parser._buffer) == 0
+
+
+def test_points_carry_time_from_the_clock():
+    ticks = iter([10.0, 11.0])
+    parser = LogMetricParser([ACC], clock=lambda: next(ticks))
+    points = parser.feed(b"validation: accuracy=0.1\nvalidation: accuracy=0.2\n")
+    assert [p.timestamp for p in points] == [10.0, 11.0]
+
+
+def test_unparsed_captures_are_reported():
+    _, parser = parse_log(b"validation: accuracy=...\n", [ACC])
+    assert parser.unparsed[0].text == "..."
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"Name": "a", "Regex": "acc=(["}, "Regex of metric 'a' must compile, got 'acc=(['"),
+        ({"Name": "a", "Regex": "acc=[0-9]+"}, "exactly one capture group, got 0"),
+        ({"Name": "a", "Regex": "(a)=(b)"}, "exactly one capture group, got 2"),
+        ({"Name": "", "Regex": "(a)"}, "non-empty Name"),
+        ({"Name": "a"}, 'must be {"Name": ..., "Regex": ...}'),
+    ],
+)
+def test_bad_definitions(spec, message):
+    with pytest.raises(ValidationError) as info:
+        MetricDefinition.from_dict(spec)
+    assert message in str(info.value)
+
+
+def test_objective_must_be_defined_and_names_unique():
+    with pytest.raises(ValidationError, match="objective_metric_name must be one of"):
+        validate_metric_definitions([ACC], "loss")
+    with pytest.raises(ValidationError, match="unique, got 'loss' twice"):
+        validate_metric_definitions([LOSS, LOSS], "loss")
+
+
+def _points(*values):
+    return [MetricPoint("m", v, i, 0.0) for i, v in enumerate(values)]
+
+
+def test_objective_last_and_best():
+    pts = _points(0.5, 0.9, 0.7)
+    assert final_objective(pts, "m") == 0.7
+    assert final_objective(pts, "m", ObjectiveAggregation.BEST) == 0.9
+    assert final_objective(pts, "m", ObjectiveAggregation.BEST, maximize=False) == 0.5
+    assert final_objective(pts, "other") is None
+    assert math.isnan(final_objective(_points(0.5, math.nan), "m"))
+    assert final_objective(_points(0.5, math.nan), "m", ObjectiveAggregation.BEST) == 0.5

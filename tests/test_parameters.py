@@ -1,0 +1,85 @@
+import math
+
+import pytest
+
+from tuner import CategoricalParameter, ContinuousParameter, IntegerParameter, ValidationError
+from tuner.parameters import ScalingType, parameter_from_dict
+
+BAD_RANGES = [
+    (lambda: ContinuousParameter(0.5, 0.1), "min_value < max_value must hold, got min_value=0.5"),
+    (lambda: ContinuousParameter(1, 1), "min_value < max_value must hold"),
+    (lambda: ContinuousParameter(0, 1, "Logarithmic"), "Logarithmic scaling needs min_value > 0"),
+    (lambda: ContinuousParameter(-1, 1, "Logarithmic"), "got min_value=-1"),
+    (lambda: ContinuousParameter(0, 1, "ReverseLogarithmic"), "0 <= min_value < max_value < 1"),
+    (lambda: ContinuousParameter(-0.1, 0.9, "ReverseLogarithmic"), "got min_value=-0.1"),
+    (lambda: ContinuousParameter(0, 1, "Exponential"), "scaling_type must be one of"),
+    (lambda: ContinuousParameter("a", 1), "min_value must be a number, got 'a'"),
+    (lambda: ContinuousParameter(0, math.inf), "max_value must be finite"),
+    (lambda: ContinuousParameter(True, 2), "must be a number, got True"),
+    (lambda: IntegerParameter(1.5, 4), "min_value must be an integer, got 1.5"),
+    (lambda: IntegerParameter(4, 4), "min_value < max_value must hold, got min_value=4"),
+    (lambda: IntegerParameter(0, 8, "Logarithmic"), "needs min_value > 0"),
+    (lambda: IntegerParameter(0, 8, "ReverseLogarithmic"), "only defined for continuous"),
+    (lambda: CategoricalParameter([]), "at least one choice, got an empty list"),
+    (lambda: CategoricalParameter("abc"), "values must be a list of choices, got 'abc'"),
+    (lambda: CategoricalParameter([1, 1]), "distinct, got 1 twice"),
+    (lambda: CategoricalParameter([[1]]), "strings, numbers or booleans, got [1]"),
+    (lambda: parameter_from_dict({"type": "float"}), "one of continuous, integer, categorical"),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), BAD_RANGES)
+def test_bad_ranges_say_the_rule_and_the_value(make, message):
+    with pytest.raises(ValidationError, match=None) as info:
+        make()
+    assert message in str(info.value)
+
+
+def test_auto_scaling_rule():
+    assert ContinuousParameter(1e-4, 1).scaling_type is ScalingType.LOGARITHMIC
+    assert ContinuousParameter(0.1, 1).scaling_type is ScalingType.LINEAR
+    assert ContinuousParameter(0, 1).scaling_type is ScalingType.LINEAR
+    assert IntegerParameter(1, 1024).scaling_type is ScalingType.LOGARITHMIC
+
+
+@pytest.mark.parametrize(
+    "param",
+    [
+        ContinuousParameter(1e-4, 1.0, "Logarithmic"),
+        ContinuousParameter(0.0, 0.999, "ReverseLogarithmic"),
+        ContinuousParameter(-3.0, 5.0, "Linear"),
+    ],
+)
+def test_continuous_round_trip_and_ends(param):
+    assert param.from_unit(0.0) == pytest.approx(param.min_value)
+    assert param.from_unit(1.0) == pytest.approx(param.max_value)
+    for u in (0.1, 0.37, 0.5, 0.93):
+        assert param.to_unit(param.from_unit(u)) == pytest.approx(u, abs=1e-9)
+
+
+def test_log_scaling_is_uniform_in_log():
+    p = ContinuousParameter(1e-4, 1.0, "Logarithmic")
+    assert p.from_unit(0.5) == pytest.approx(1e-2)
+
+
+def test_reverse_log_is_dense_near_one():
+    p = ContinuousParameter(0.0, 0.999, "ReverseLogarithmic")
+    assert p.from_unit(0.5) == pytest.approx(1 - math.sqrt(0.001), rel=1e-6)
+    assert p.from_unit(0.9) > 0.99
+
+
+def test_integer_values_get_equal_shares_under_linear_scaling():
+    p = IntegerParameter(1, 4, "Linear")
+    counts = {v: 0 for v in range(1, 5)}
+    for i in range(4000):
+        counts[p.from_unit((i + 0.5) / 4000)] += 1
+    assert set(counts.values()) == {1000}
+    assert all(p.from_unit(p.to_unit(v)) == v for v in range(1, 5))
+
+
+def test_categorical_values_keep_their_types():
+    p = CategoricalParameter([32, "sgd", 0.5, True])
+    assert p.values == (32, "sgd", 0.5, True)
+    assert p.to_dict()["values"] == [32, "sgd", 0.5, True]
+    # 1 and True are different choices
+    assert CategoricalParameter([1, True]).index(True) == 1
