@@ -24,9 +24,7 @@ def make(request):
 
 
 def spec(tmp_path: Path, code: str, *args: str, name: str = "job-1", **kw) -> LaunchSpec:
-    return LaunchSpec(
-        name=name, argv=[PY, "-c", code, *args], workdir=tmp_path / name, **kw
-    )
+    return LaunchSpec(name=name, argv=[PY, "-c", code, *args], workdir=tmp_path / name, **kw)
 
 
 def wait(launcher: Launcher, handle: str, timeout: float = 30) -> tuple[JobStatus, bytes]:
@@ -66,9 +64,9 @@ def test_environment_and_working_directory(make, tmp_path):
     launcher = make()
     cwd = tmp_path / "code"
     cwd.mkdir()
-    h = launcher.start(spec(tmp_path, "import os; print(os.environ['TUNER_TRIAL_NAME'], "
-                                      "os.getcwd())", env={"TUNER_TRIAL_NAME": "t-007"}, cwd=cwd))  # fmt: skip
-    status, log = wait(launcher, h)
+    code = "import os; print(os.environ['TUNER_TRIAL_NAME'], os.getcwd())"
+    h = launcher.start(spec(tmp_path, code, env={"TUNER_TRIAL_NAME": "t-007"}, cwd=cwd))
+    _, log = wait(launcher, h)
     assert log.decode().split() == ["t-007", str(cwd)]
 
 
