@@ -64,8 +64,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("log", "defs", "expected"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("log", "defs", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 @pytest.mark.parametrize("chunk", [0, 1, 2, 3, 7])
 def test_parsing(log, defs, expected, chunk):
     points, _ = parse_log(log, defs, chunk_size=chunk)

@@ -38,10 +38,18 @@ class TuningJobAnalytics:
             row["TrainingElapsedTimeSeconds"] = job.duration
             rows.append(row)
         columns = [
-            "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
-            *params, "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason",
-            "TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds",
-        ]  # fmt: skip
+            "TrainingJobName",
+            "TrainingJobNumber",
+            "TrainingJobStatus",
+            "ObjectiveStatus",
+            *params,
+            "FinalObjectiveValue",
+            "ObjectiveMetricName",
+            "FailureReason",
+            "TrainingStartTime",
+            "TrainingEndTime",
+            "TrainingElapsedTimeSeconds",
+        ]
         return pd.DataFrame(rows, columns=columns)
 
     def export_csv(self, path: str | Path) -> Path:

@@ -79,8 +79,12 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     if len(done):
         ascending = d["objective"]["type"] == "Minimize"
         shown = done.sort_values("FinalObjectiveValue", ascending=ascending).head(top)
-        columns = ["TrainingJobName", *tuner.definition.hyperparameter_ranges,
-                   "FinalObjectiveValue", "TrainingElapsedTimeSeconds"]  # fmt: skip
+        columns = [
+            "TrainingJobName",
+            *tuner.definition.hyperparameter_ranges,
+            "FinalObjectiveValue",
+            "TrainingElapsedTimeSeconds",
+        ]
         lines.append(f"  top {len(shown)}:")
         lines.append(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
     return "\n".join(lines)
@@ -137,8 +141,10 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
             continue
         finite = [v for v in values if math.isfinite(v)]
         shown = ", ".join(f"{v:g}" for v in values[:3]) + (" ..." if len(values) > 3 else "")
-        print(f"  {metric.name}{marker}: {len(values)} values [{shown}] last={values[-1]:g}"
-              + (f" min={min(finite):g} max={max(finite):g}" if finite else ""))  # fmt: skip
+        print(
+            f"  {metric.name}{marker}: {len(values)} values [{shown}] last={values[-1]:g}"
+            + (f" min={min(finite):g} max={max(finite):g}" if finite else "")
+        )
         if marker:
             found_objective = True
     for miss in parser.unparsed[:10]:
@@ -147,20 +153,24 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
         value = final_objective(
             points, definition.objective_metric_name, definition.aggregation, definition.maximize
         )
-        print(f"objective {definition.objective_metric_name} "
-              f"({definition.objective_aggregation}) = {value:g}")  # fmt: skip
+        print(
+            f"objective {definition.objective_metric_name} "
+            f"({definition.objective_aggregation}) = {value:g}"
+        )
         return 0
-    print(f"objective {definition.objective_metric_name!r} was not found: "
-          "a training job with this log would fail")  # fmt: skip
+    print(
+        f"objective {definition.objective_metric_name!r} was not found: "
+        "a training job with this log would fail"
+    )
     return 1
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="tuner", description=__doc__.splitlines()[0])
     root.add_argument(
-        "--storage", help="SQLAlchemy URL (default $TUNER_DATABASE_URL or "
-        "sqlite:///tuner-runs/tuner.db)"
-    )  # fmt: skip
+        "--storage",
+        help="SQLAlchemy URL (default $TUNER_DATABASE_URL or sqlite:///tuner-runs/tuner.db)",
+    )
     sub = root.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a tuning job from a YAML definition")

@@ -43,8 +43,9 @@ def wait(launcher: Launcher, handle: str, timeout: float = 30) -> tuple[JobStatu
 
 def test_exit_code_and_both_streams_in_the_log(make, tmp_path):
     launcher = make()
-    h = launcher.start(spec(tmp_path, "import sys; print('out'); print('err', file=sys.stderr); "
-                                      "sys.exit(3)"))  # fmt: skip
+    h = launcher.start(
+        spec(tmp_path, "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)")
+    )
     status, log = wait(launcher, h)
     assert status.exit_code == 3
     assert b"out" in log and b"err" in log
@@ -96,9 +97,11 @@ def _alive(pid: int) -> bool:
 
 def test_stop_kills_the_whole_process_group(make, tmp_path):
     launcher = make(grace_period=5)
-    code = ("import subprocess, sys, time\n"
-            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            "print(c.pid, flush=True)\ntime.sleep(60)")  # fmt: skip
+    code = (
+        "import subprocess, sys, time\n"
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(c.pid, flush=True)\ntime.sleep(60)"
+    )
     h = launcher.start(spec(tmp_path, code))
     out = b""
     while not out.strip():
@@ -117,8 +120,10 @@ def test_stop_kills_the_whole_process_group(make, tmp_path):
 
 def test_sigterm_ignored_means_sigkill_after_the_grace_period(make, tmp_path):
     launcher = make(grace_period=0.5)
-    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "print('ready', flush=True)\ntime.sleep(60)")  # fmt: skip
+    code = (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\ntime.sleep(60)"
+    )
     h = launcher.start(spec(tmp_path, code))
     while b"ready" not in launcher.read_logs(h):
         time.sleep(0.02)

@@ -1,0 +1,193 @@
+"""The ``tuner`` command, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import fake_command
+
+
+def definition(tmp_path: Path, **overrides) -> dict:
+    d = {
+        "strategy": "Random",
+        "random_seed": 1,
+        "objective_metric_name": "accuracy",
+        "max_jobs": 4,
+        "max_parallel_jobs": 2,
+        "metric_definitions": [
+            {"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.]+)"},
+            {"Name": "loss", "Regex": r"validation: loss=([0-9.]+)"},
+        ],
+        "hyperparameter_ranges": {
+            "x": {"type": "continuous", "min_value": 0.0, "max_value": 1.0},
+            "y": {"type": "continuous", "min_value": 0.0, "max_value": 1.0},
+        },
+        "job_definition": {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+    }
+    d.update(overrides)
+    return d
+
+
+def write(tmp_path: Path, data: dict, name: str = "job.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def tuner(tmp_path: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "tuner", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+        **kw,
+    )
+
+
+def test_run_list_describe_export(tmp_path):
+    result = tuner(tmp_path, "run", str(write(tmp_path, definition(tmp_path))), "--name", "cli-1")
+    assert result.returncode == 0, result.stderr
+    assert "Tuning job cli-1: Completed (all max_jobs=4 jobs ended)" in result.stdout
+    assert "best: cli-1-00" in result.stdout
+    assert "4/4" in result.stderr  # the progress bar
+
+    listed = tuner(tmp_path, "list")
+    assert listed.returncode == 0 and "cli-1" in listed.stdout and "Completed" in listed.stdout
+
+    described = json.loads(tuner(tmp_path, "describe", "cli-1", "--json").stdout)
+    assert described["training_job_status_counters"]["Completed"] == 4
+
+    exported = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path / "jobs.csv"))
+    assert exported.returncode == 0
+    assert (tmp_path / "jobs.csv").read_text().count("cli-1-") == 4
+
+
+def test_stop_from_another_process(tmp_path):
+    data = definition(tmp_path, max_jobs=4, max_parallel_jobs=2)
+    data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tuner",
+            "run",
+            str(write(tmp_path, data)),
+            "--name",
+            "long",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while "InProgress" not in tuner(tmp_path, "list").stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(0.5)
+    stopped = tuner(tmp_path, "stop", "long")
+    assert stopped.returncode == 0 and "long: Stopping" in stopped.stdout
+    out, _ = run.communicate(timeout=30)
+    assert run.returncode == 0
+    assert "Tuning job long: Stopped (stopped on request)" in out
+
+
+def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path):
+    data = definition(tmp_path, max_jobs=2, max_parallel_jobs=2)
+    data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tuner",
+            "run",
+            str(write(tmp_path, data)),
+            "--name",
+            "intr",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not list((tmp_path / "runs" / "intr").glob("*/output/argv.json")):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130
+    assert "running training jobs were stopped" in err
+    described = json.loads(tuner(tmp_path, "describe", "intr", "--json").stdout)
+    assert described["status"] == "Stopped"
+    assert described["training_job_status_counters"]["InProgress"] == 0
+
+
+def test_check_metrics_shows_what_the_regexes_extract(tmp_path):
+    log = tmp_path / "sample.log"
+    log.write_bytes(
+        b"epoch 1 [===>   ]\repoch 1 [======]\r\n"
+        b"\x1b[32m[Epoch 0] validation: loss=0.5000 accuracy=0.700000\x1b[0m\n"
+        b"\xff garbage\n[Epoch 1] validation: loss=0.2500 accuracy=0.900000\n"
+    )
+    config = write(tmp_path, definition(tmp_path))
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "accuracy (objective): 2 values [0.7, 0.9] last=0.9" in result.stdout
+    assert "loss: 2 values [0.5, 0.25]" in result.stdout
+    assert "objective accuracy (Last) = 0.9" in result.stdout
+
+
+def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
+    log = tmp_path / "sample.log"
+    log.write_text("training: accuracy=0.5\n")
+    config = write(tmp_path, definition(tmp_path))
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert result.returncode == 1
+    assert "accuracy (objective): no match" in result.stdout
+    assert "a training job with this log would fail" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"max_jobs": 2, "max_parallel_jobs": 5}, "max_parallel_jobs <= max_jobs must hold"),
+        ({"strategy": "Hillclimb"}, "strategy must be one of"),
+        ({"max_job": 3}, "max_job: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_definitions_exit_2_and_keep_earlier_jobs(tmp_path, overrides, message):
+    first = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
+    assert tuner(tmp_path, "run", str(first), "--name", "kept", "--no-progress").returncode == 0
+    bad = write(tmp_path, definition(tmp_path, **overrides), "bad.yaml")
+    result = tuner(tmp_path, "run", str(bad))
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "kept" in tuner(tmp_path, "list").stdout
+
+
+def test_missing_files_and_names_are_clear_errors(tmp_path):
+    result = tuner(tmp_path, "run", "nope.yaml")
+    assert result.returncode == 2 and "cannot read tuning job definition nope.yaml" in result.stderr
+    result = tuner(tmp_path, "describe", "ghost")
+    assert result.returncode == 2 and "no tuning job named 'ghost'" in result.stderr
+    (tmp_path / "broken.yaml").write_text("max_jobs: [\n")
+    result = tuner(tmp_path, "run", "broken.yaml")
+    assert result.returncode == 2 and "is not valid YAML" in result.stderr

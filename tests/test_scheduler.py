@@ -1,0 +1,209 @@
+"""The tuning loop against real processes: limits, failures, completion criteria, stopping."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fake_command
+from tuner import (
+    ContinuousParameter,
+    HyperparameterTuner,
+    NotFoundError,
+    TrainingStatus,
+    TuningStatus,
+)
+
+METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.naif-]+)"}]
+RANGES = {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)}
+
+
+def make_tuner(tmp_path: Path, url: str, static: dict | None = None, **kw) -> HyperparameterTuner:
+    job = {
+        "command": fake_command(),
+        "static_hyperparameters": static or {},
+        "output_path": str(tmp_path / "runs"),
+        "grace_period": 1.0,
+        **kw.pop("job", {}),
+    }
+    settings = {"strategy": "Random", "random_seed": 0, "max_jobs": 4, **kw}
+    return HyperparameterTuner(job, "accuracy", RANGES, METRICS, storage=url, **settings)
+
+
+def max_overlap(intervals: list[tuple[float, float]]) -> int:
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def test_limits_hold_by_the_jobs_own_clocks_and_the_store(tmp_path, database_url):
+    tuner = make_tuner(tmp_path, database_url, {"sleep": 0.3}, max_jobs=10, max_parallel_jobs=3)
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 10
+    assert all(j.status is TrainingStatus.COMPLETED for j in jobs)
+    stored = [(j.started_at, j.ended_at) for j in jobs]
+    own = []
+    for j in jobs:
+        times = json.loads((Path(j.workdir) / "output" / "times.json").read_text())
+        own.append((times["start"], times["end"]))
+    assert max_overlap(stored) <= 3
+    assert max_overlap(own) <= 3
+    assert max_overlap(own) == 3  # the parallelism was actually used
+    assert tuner.describe()["status"] == "Completed"
+
+
+def test_every_metric_point_is_stored_and_the_objective_is_the_last(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, {"epochs": 3}, max_jobs=2)
+    tuner.fit()
+    for job in tuner.training_jobs():
+        points = tuner.store.metric_points(job.name, "accuracy")
+        assert [p.seq for p in points] == [0, 1, 2]
+        assert job.objective == points[-1].value
+        assert points[0].value < points[-1].value
+
+
+def test_hyperparameters_arrive_as_arguments(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, {"epochs": 1, "note": "a b;c"}, max_jobs=1)
+    tuner.fit()
+    job = tuner.training_jobs()[0]
+    argv = json.loads((Path(job.workdir) / "output" / "argv.json").read_text())
+    assert argv[:4] == ["--epochs", "1", "--note", "a b;c"]
+    assert argv[4] == "--x" and float(argv[5]) == job.hyperparameters["x"]
+    assert (Path(job.workdir) / "log.txt").read_text().count("validation") == 1
+
+
+def test_max_failed_jobs_fails_the_tuning_job_with_the_reason(tmp_path, database_url):
+    tuner = make_tuner(
+        tmp_path,
+        database_url,
+        {"exit_code": 3},
+        max_jobs=10,
+        max_parallel_jobs=2,
+        max_failed_jobs=3,
+    )
+    tuner.fit()
+    d = tuner.describe()
+    assert d["status"] == "Failed"
+    assert "max_failed_jobs=3 reached" in d["failure_reason"]
+    jobs = tuner.training_jobs()
+    assert 3 <= len(jobs) <= 4
+    assert "exited with code 3" in jobs[0].failure_reason
+    assert "last log line: 'done'" in jobs[0].failure_reason
+
+
+def test_a_job_that_never_reports_the_objective_fails_with_that_reason(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, {"no_metric": "true"}, max_jobs=1)
+    tuner.fit()
+    job = tuner.training_jobs()[0]
+    assert job.status is TrainingStatus.FAILED and job.exit_code == 0
+    assert "objective metric 'accuracy' was never reported" in job.failure_reason
+    assert tuner.best_training_job() is None
+
+
+def test_a_nan_objective_is_a_failed_job(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, {"nan": "true"}, max_jobs=1)
+    tuner.fit()
+    job = tuner.training_jobs()[0]
+    assert job.status is TrainingStatus.FAILED
+    assert job.failure_reason == "objective metric 'accuracy' is nan"
+
+
+def test_target_objective_value_ends_the_tuning_job_early(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, max_jobs=30, target_objective_value=0.0)
+    tuner.fit()
+    d = tuner.describe()
+    assert d["status"] == "Completed"
+    assert "target_objective_value=0 reached by" in d["status_reason"]
+    assert len(tuner.training_jobs()) == 1
+
+
+def test_jobs_without_improvement_end_the_tuning_job(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, max_jobs=40, max_jobs_without_improvement=3)
+    tuner.fit()
+    d = tuner.describe()
+    assert "no improvement in 3 jobs since" in d["status_reason"]
+    jobs = tuner.training_jobs()
+    best = tuner.best_training_job()
+    assert best is not None
+    after_best = [j for j in jobs if j.number > best.number]
+    assert len(after_best) == 3
+    assert len(jobs) < 40
+
+
+def test_max_runtime_fails_the_job_and_the_tuner_goes_on(tmp_path, sqlite_url):
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        {"sleep": 30},
+        max_jobs=2,
+        max_parallel_jobs=2,
+        job={"max_runtime": 0.5},
+    )
+    began = time.monotonic()
+    tuner.fit()
+    assert time.monotonic() - began < 20
+    for job in tuner.training_jobs():
+        assert job.status is TrainingStatus.FAILED
+        assert job.failure_reason == "exceeded max_runtime=0.5s and was stopped"
+
+
+def test_a_missing_program_fails_each_job_without_crashing(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, max_jobs=2, job={"command": ["/no/such/trainer"]})
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 2
+    assert all("cannot start '/no/such/trainer'" in j.failure_reason for j in jobs)
+
+
+def test_stop_from_the_api_stops_running_jobs(tmp_path, sqlite_url):
+    tuner = make_tuner(tmp_path, sqlite_url, {"sleep": 60}, max_jobs=6, max_parallel_jobs=2)
+    tuner.fit(wait=False)
+    deadline = time.monotonic() + 20
+    while sum(j.status is TrainingStatus.IN_PROGRESS for j in tuner.training_jobs()) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    tuner.stop()
+    record = tuner.wait(timeout=30)
+    assert record.status is TuningStatus.STOPPED
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 2
+    assert all(j.status is TrainingStatus.STOPPED for j in jobs)
+
+
+def test_stop_requested_through_the_store_by_another_process(tmp_path, database_url):
+    tuner = make_tuner(tmp_path, database_url, {"sleep": 60}, max_jobs=3, name="stop-me")
+    thread = threading.Thread(target=tuner.fit, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            other = HyperparameterTuner.attach("stop-me", storage=database_url)
+            break
+        except NotFoundError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    while not other.training_jobs() or other.training_jobs()[0].status.value != "InProgress":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    other.stop()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert other.describe()["status"] == "Stopped"
+    assert other.describe()["status_reason"] == "stopped on request"
+
+
+@pytest.mark.parametrize("strategy", ["Bayesian", "TPE", "Grid"])
+def test_each_strategy_runs_through_the_scheduler(tmp_path, sqlite_url, strategy):
+    tuner = make_tuner(tmp_path, sqlite_url, strategy=strategy, max_jobs=4, max_parallel_jobs=2)
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 4 and all(j.status is TrainingStatus.COMPLETED for j in jobs)
+    assert len({json.dumps(j.hyperparameters, sort_keys=True) for j in jobs}) == 4

@@ -1,0 +1,202 @@
+"""The Python front door: HyperparameterTuner, analytics, attach, and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from tests.conftest import fake_command
+from tuner import (
+    CategoricalParameter,
+    ContinuousParameter,
+    HyperparameterTuner,
+    IntegerParameter,
+    NotFoundError,
+    TunerError,
+    ValidationError,
+)
+
+METRICS = [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}]
+
+
+def tuner_args(tmp_path, **overrides):
+    args = {
+        "job_definition": {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+        "objective_metric_name": "accuracy",
+        "hyperparameter_ranges": {
+            "x": ContinuousParameter(0.0, 1.0),
+            "y": ContinuousParameter(0.0, 1.0),
+            "layers": IntegerParameter(1, 4),
+            "opt": CategoricalParameter(["sgd", 2, True]),
+        },
+        "metric_definitions": METRICS,
+        "strategy": "Random",
+        "max_jobs": 6,
+        "max_parallel_jobs": 2,
+        "random_seed": 3,
+        "storage": f"sqlite:///{tmp_path / 'db.sqlite'}",
+    }
+    args.update(overrides)
+    return args
+
+
+def test_fit_describe_best_and_analytics(tmp_path):
+    tuner = HyperparameterTuner(**tuner_args(tmp_path), name="api-test")
+    tuner.fit()
+    d = tuner.describe()
+    assert d["name"] == "api-test" and d["status"] == "Completed"
+    assert d["training_job_status_counters"]["Completed"] == 6
+    assert d["objective_status_counters"] == {"Pending": 0, "Succeeded": 6, "Failed": 0}
+    best = tuner.best_training_job()
+    objectives = [j.objective for j in tuner.training_jobs()]
+    assert best is not None and best.objective == max(objectives)
+    assert d["best_training_job"]["name"] == best.name
+    # the fake job scores 1 - (x-0.3)^2 - (y-0.6)^2, minus 0.01 for the epoch before the last
+    hp = best.hyperparameters
+    expected = 1 - (hp["x"] - 0.3) ** 2 - (hp["y"] - 0.6) ** 2
+    assert best.objective == pytest.approx(expected, abs=1e-5)
+
+    frame = tuner.analytics().dataframe()
+    assert len(frame) == 6
+    assert {"TrainingJobName", "x", "y", "layers", "opt", "FinalObjectiveValue"} <= set(frame)
+    assert {"TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds"} <= set(frame)
+    assert frame["FinalObjectiveValue"].max() == best.objective
+    assert all(type(v) in (str, int, bool) for v in frame["opt"])  # categorical types kept
+
+    path = tuner.analytics().export_csv(tmp_path / "out" / "jobs.csv")
+    again = pd.read_csv(path)
+    assert list(again["TrainingJobName"]) == list(frame["TrainingJobName"])
+
+
+def test_minimize_picks_the_lowest(tmp_path):
+    metrics = [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}]
+    tuner = HyperparameterTuner(
+        **tuner_args(
+            tmp_path,
+            objective_metric_name="loss",
+            metric_definitions=metrics,
+            objective_type="Minimize",
+        )
+    )
+    tuner.fit()
+    best = tuner.best_training_job()
+    assert best is not None
+    assert best.objective == min(j.objective for j in tuner.training_jobs())
+
+
+def test_attach_sees_the_same_tuning_job(tmp_path):
+    args = tuner_args(tmp_path)
+    tuner = HyperparameterTuner(**args, name="attach-me").fit()
+    other = HyperparameterTuner.attach("attach-me", storage=args["storage"])
+    assert other.describe()["best_training_job"] == tuner.describe()["best_training_job"]
+    assert other.definition.max_jobs == 6
+    assert other.wait(timeout=1).status.value == "Completed"
+    with pytest.raises(NotFoundError, match="no tuning job named 'nope'"):
+        HyperparameterTuner.attach("nope", storage=args["storage"])
+
+
+def test_a_taken_name_is_refused_and_the_first_job_is_kept(tmp_path):
+    args = tuner_args(tmp_path, max_jobs=1, max_parallel_jobs=1)
+    HyperparameterTuner(**args, name="once").fit()
+    with pytest.raises(ValidationError, match="'once' already exists"):
+        HyperparameterTuner(**args, name="once").fit()
+    assert len(HyperparameterTuner.attach("once", storage=args["storage"]).training_jobs()) == 1
+
+
+def test_background_fit_and_wait(tmp_path):
+    tuner = HyperparameterTuner(**tuner_args(tmp_path))
+    tuner.fit(wait=False)
+    assert tuner.wait(timeout=60).status.value == "Completed"
+
+
+def test_describe_before_fit_is_a_clear_error(tmp_path):
+    with pytest.raises(TunerError, match="call fit\\(\\) first"):
+        HyperparameterTuner(**tuner_args(tmp_path)).describe()
+
+
+BAD = [
+    (
+        {"metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=(["}]},
+        "metric_definitions: Regex of metric 'accuracy' must compile",
+    ),
+    (
+        {"metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=[0-9]+"}]},
+        "exactly one capture group, got 0",
+    ),
+    (
+        {"objective_metric_name": "loss"},
+        "objective_metric_name must be one of the metric definitions ['accuracy'], got 'loss'",
+    ),
+    ({"hyperparameter_ranges": {}}, "at least one parameter"),
+    (
+        {"strategy": "Annealing"},
+        "strategy must be one of ['Bayesian', 'Grid', 'Random', 'TPE'], got 'Annealing'",
+    ),
+    (
+        {"max_parallel_jobs": 8, "max_jobs": 4},
+        "max_parallel_jobs <= max_jobs must hold, got max_parallel_jobs=8, max_jobs=4",
+    ),
+    (
+        {"max_jobs": 0, "max_parallel_jobs": 1},
+        "max_jobs: Input should be greater than or equal to 1, got 0",
+    ),
+    ({"max_failed_jobs": 0}, "max_failed_jobs: Input should be greater than or equal to 1"),
+    (
+        {"objective_type": "Maximise"},
+        "objective_type: Input should be 'Maximize' or 'Minimize', got 'Maximise'",
+    ),
+    ({"name": "../etc"}, "name: String should match pattern"),
+    ({"job_definition": {"command": "python train.py"}}, "command: Input should be a valid list"),
+    ({"job_definition": {"command": []}}, "command must be a non-empty list"),
+    ({"job_definition": {"image": "resnet:latest"}}, "needs the docker launcher"),
+    (
+        {"job_definition": {"command": ["x"], "gpus_per_job": 2, "gpus": ["0"]}},
+        "gpus_per_job=2 needs at least that many ids in gpus, got gpus=['0']",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "max_runtime": -1}},
+        "max_runtime: Input should be greater than 0, got -1",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "comand": ["y"]}},
+        "comand: Extra inputs are not permitted",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "static_hyperparameters": {"x": 1}}},
+        "either static or tuned, not both; got ['x'] in both",
+    ),
+    ({"storage": "nonsense"}, "storage must be a SQLAlchemy URL"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD, ids=[m[:40] for _, m in BAD])
+def test_bad_input_gets_a_clear_error(tmp_path, overrides, message):
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuner(**tuner_args(tmp_path, **overrides))
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("ranges", "message"),
+    [
+        (
+            lambda: {"lr": ContinuousParameter(0.0, 1.0, "Logarithmic")},
+            "Logarithmic scaling needs min_value > 0, got min_value=0",
+        ),
+        (lambda: {"lr": ContinuousParameter(1.0, 1.0)}, "min_value < max_value must hold"),
+        (lambda: {"lr": (0.0, 1.0)}, "must be a ContinuousParameter"),
+    ],
+)
+def test_bad_ranges_are_refused_before_anything_is_recorded(tmp_path, ranges, message):
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuner(**tuner_args(tmp_path, hyperparameter_ranges=ranges()))
+    assert message in str(info.value)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_values_are_finite_in_the_store(tmp_path):
+    tuner = HyperparameterTuner(**tuner_args(tmp_path, max_jobs=2))
+    tuner.fit()
+    assert all(math.isfinite(j.objective) for j in tuner.training_jobs())

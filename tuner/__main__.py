@@ -1,0 +1,7 @@
+"""``python -m tuner`` is the ``tuner`` command."""
+
+import sys
+
+from tuner.cli import main
+
+sys.exit(main())
