@@ -5,7 +5,8 @@ The GP works on the unit cube of ``tuner.space`` (log ranges are already log the
 acquisition function (expected improvement by default). When asked for several points, or while
 earlier points are still running, the pending points are added to a copy of the model with a
 lie for their value (the best loss seen so far, "cl_min", by default), so that a batch spreads
-out instead of repeating one point (Ginsbourger, Le Riche and Carraro, 2010).
+out instead of repeating one point (Ginsbourger, Le Riche and Carraro, 2010). Results are
+handed to the GP in one go at the next ``ask``, so a burst of results costs one model fit.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class BayesianStrategy(Strategy):
         if lie not in LIE_STRATEGIES:
             raise ValidationError(f"lie must be one of {LIE_STRATEGIES}, got {lie!r}")
         self.lie = lie
+        self._backlog: list[tuple[list[float], float]] = []
         self._optimizer = Optimizer(
             dimensions=[(0.0, 1.0)] * space.dimensions,
             base_estimator="GP",
@@ -54,6 +56,7 @@ class BayesianStrategy(Strategy):
         )
 
     def _propose(self, n: int) -> list[Config]:
+        self._flush()
         optimizer = self._optimizer
         pending = [self._point(c) for c in self.pending.values()]
         with warnings.catch_warnings():
@@ -76,11 +79,18 @@ class BayesianStrategy(Strategy):
         return [float(x) for x in self.space.encode(config)]
 
     def _observe(self, config: Config, loss: float | None) -> None:
-        if loss is None:
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self._optimizer.tell(self._point(config), loss)
+        if loss is not None:
+            self._backlog.append((self._point(config), loss))
+
+    def _flush(self) -> None:
+        """Hand the results told since the last ask to the GP at once: one fit, not one each."""
+        if self._backlog:
+            xs, ys = zip(*self._backlog, strict=True)
+            self._backlog.clear()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._optimizer.tell(list(xs), list(ys))
 
     def describe(self) -> dict[str, Any]:
+        self._flush()
         return {"observations": len(self._optimizer.yi), "lie": self.lie}

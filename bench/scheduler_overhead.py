@@ -1,0 +1,77 @@
+"""Scheduling overhead: 500 trivial jobs at 8 in parallel, through the tuner and through xargs.
+
+Both runs start the same program (``/bin/echo``, which prints its arguments, so its log holds
+the metric) with the same hyperparameter arguments, 8 at a time, in this one process run. The
+tuner's run includes everything a user gets: random search, a SQLite store (WAL) with every job
+and metric point committed, per-job folders and log files, log parsing.
+
+    python bench/scheduler_overhead.py [--jobs 500] [--parallel 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tuner import ContinuousParameter, HyperparameterTuner
+
+
+def run_tuner(workdir: Path, jobs: int, parallel: int) -> tuple[float, list[dict]]:
+    tuner = HyperparameterTuner(
+        job_definition={"command": ["/bin/echo", "accuracy=0.5"], "output_path": str(workdir)},
+        objective_metric_name="accuracy",
+        hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
+        metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_jobs=jobs,
+        max_parallel_jobs=parallel,
+        random_seed=0,
+        storage=f"sqlite:///{workdir / 'tuner.db'}",
+    )
+    began = time.perf_counter()
+    tuner.fit()
+    elapsed = time.perf_counter() - began
+    done = tuner.describe()["training_job_status_counters"]["Completed"]
+    assert done == jobs, f"only {done} of {jobs} jobs completed"
+    return elapsed, [j.hyperparameters for j in tuner.training_jobs()]
+
+
+def run_xargs(configs: list[dict], parallel: int) -> float:
+    lines = "".join(f"--x {c['x']!r}\n" for c in configs)
+    began = time.perf_counter()
+    subprocess.run(
+        ["xargs", "-P", str(parallel), "-L", "1", "/bin/echo", "accuracy=0.5"],
+        input=lines.encode(),
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--parallel", type=int, default=8)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tuner_s, configs = run_tuner(Path(tmp), args.jobs, args.parallel)
+    xargs_s = run_xargs(configs, args.parallel)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(f"{args.jobs} trivial jobs, {args.parallel} in parallel")
+    print(
+        f"  xargs -P {args.parallel}: {xargs_s:8.2f} s  ({1000 * xargs_s / args.jobs:.2f} ms/job)"
+    )
+    print(f"  tuner            : {tuner_s:8.2f} s  ({1000 * tuner_s / args.jobs:.2f} ms/job)")
+    print(f"  ratio tuner/xargs: {tuner_s / xargs_s:8.1f}x")
+    print(f"  tuner overhead   : {1000 * (tuner_s - xargs_s) / args.jobs:.2f} ms per job")
+
+
+if __name__ == "__main__":
+    main()
