@@ -51,6 +51,8 @@ class TuningJob:
     stop_requested: bool
     created_at: float
     ended_at: float | None
+    owner: str | None = None
+    lease_expires: float | None = None
 
 
 @dataclass(frozen=True)

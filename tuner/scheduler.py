@@ -10,6 +10,16 @@ Guarantees:
   requested, from this process or through the store by another), or Failed
   (``max_failed_jobs`` failures, or an internal error); the reason is stored with the status.
   Training jobs still running at that point are stopped and recorded as Stopped.
+- Resuming (a tuning job whose training jobs are already in the store, after a crash or a
+  restart): ended jobs are replayed into the strategy and the counters; jobs recorded as
+  running are re-attached through the launcher when they still run (their logs are read again
+  from the start, points already stored are not stored twice), otherwise recorded as Stopped
+  ("interrupted") and their configurations run again without using up ``max_jobs``; jobs
+  recorded but never started are started. The limits hold across the restart.
+- With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
+  another process has taken the lease it leaves at once, touching no training job. Setting
+  ``detach_event`` makes it leave the same way (its lease released) so another process can
+  resume the tuning job with its training jobs still running.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.definition import TuningJobDefinition
-from tuner.errors import LaunchError
+from tuner.errors import LaunchError, TunerError
 from tuner.launchers import Launcher, LaunchSpec, LocalLauncher
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
@@ -34,6 +44,15 @@ from tuner.strategies import Strategy, make_strategy
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
 MIN_SLEEP = 0.005
+INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
+
+
+class LeaseLost(TunerError):
+    """Another process holds the tuning job's lease now."""
+
+
+class _Detached(Exception):
+    pass
 
 
 def format_value(value: Any) -> str:
@@ -67,6 +86,7 @@ class _Running:
     handle: str
     parser: LogMetricParser
     points: list[MetricPoint] = field(default_factory=list)
+    stored: int = 0  # points of this job already in the store (after a re-attach)
 
 
 class Scheduler:
@@ -82,6 +102,9 @@ class Scheduler:
         on_event: EventHandler | None = None,
         stop_event: threading.Event | None = None,
         poll_interval: float = 0.2,
+        owner: str | None = None,
+        lease_seconds: float = 30.0,
+        detach_event: threading.Event | None = None,
     ) -> None:
         self.definition = definition
         self.name = name
@@ -99,8 +122,14 @@ class Scheduler:
         self.on_event = on_event
         self.stop_event = stop_event or threading.Event()
         self.poll_interval = poll_interval
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self.detach_event = detach_event or threading.Event()
+        self._last_renewal = time.monotonic()
         self.running: dict[str, _Running] = {}
-        self.launched = 0
+        self.reruns: list[Config] = []
+        self.launched = 0  # started jobs that count against max_jobs
+        self.last_number = 0
         self.failed = 0
         self.completed = 0
         self.best: TrainingJob | None = None
@@ -115,6 +144,11 @@ class Scheduler:
         try:
             self._replay()
             status, reason = self._loop()
+        except (LeaseLost, _Detached) as exc:
+            if isinstance(exc, _Detached) and self.owner is not None:
+                self.store.release_tuning_job(self.name, self.owner)
+            self.launcher.close()
+            return self.store.get_tuning_job(self.name)
         except KeyboardInterrupt:
             self._shutdown()
             self.store.set_tuning_status(self.name, TuningStatus.STOPPED, "interrupted")
@@ -131,13 +165,15 @@ class Scheduler:
     def _loop(self) -> tuple[TuningStatus, str]:
         sleep = MIN_SLEEP
         while True:
+            self._heartbeat()
             progressed = self._poll_running()
             verdict = self._verdict()
             if verdict is not None:
                 return verdict
             progressed |= self._launch_free_slots()
             if not self.running and (
-                self.launched >= self.definition.max_jobs or self.strategy.exhausted
+                self.launched >= self.definition.max_jobs
+                or (self.strategy.exhausted and not self.reruns)
             ):
                 return self._budget_verdict()
             sleep = MIN_SLEEP if progressed else min(sleep * 2, self.poll_interval)
@@ -175,6 +211,17 @@ class Scheduler:
                 )
         return None
 
+    def _heartbeat(self) -> None:
+        if self.detach_event.is_set():
+            raise _Detached
+        if self.owner is None:
+            return
+        now = time.monotonic()
+        if now - self._last_renewal >= self.lease_seconds / 3:
+            if not self.store.renew_lease(self.name, self.owner, self.lease_seconds):
+                raise LeaseLost(f"another process took over tuning job {self.name}")
+            self._last_renewal = now
+
     def _stop_requested(self) -> bool:
         if self.stop_event.is_set():
             return True
@@ -195,21 +242,22 @@ class Scheduler:
         slots = self.launcher.free_slots(self.definition.job_definition.gpus_per_job)
         if slots is not None:
             free = min(free, slots)
-        if free <= 0 or self.strategy.exhausted:
+        if free <= 0:
             return False
-        configs = self.strategy.ask(free)
+        configs = [self.reruns.pop(0) for _ in range(min(free, len(self.reruns)))]
+        if len(configs) < free and not self.strategy.exhausted:
+            configs += self.strategy.ask(free - len(configs))
         for config in configs:
-            self._launch(config)
+            self.last_number += 1
+            self._start(self.store.create_training_job(self.name, self.last_number, config))
         return bool(configs)
 
-    def _launch(self, config: Config) -> None:
-        self.launched += 1
-        job = self.store.create_training_job(self.name, self.launched, config)
+    def _spec(self, job: TrainingJob) -> LaunchSpec:
         jd = self.definition.job_definition
         workdir = (self.workdir / job.name).resolve()
-        spec = LaunchSpec(
+        return LaunchSpec(
             name=job.name,
-            argv=training_argv(jd.command or [], jd.static_hyperparameters, config),
+            argv=training_argv(jd.command or [], jd.static_hyperparameters, job.hyperparameters),
             workdir=workdir,
             cwd=Path(jd.working_directory) if jd.working_directory else None,
             env={
@@ -221,19 +269,24 @@ class Scheduler:
             gpus_per_job=jd.gpus_per_job,
             max_runtime=jd.max_runtime,
         )
-        (workdir / "output").mkdir(parents=True, exist_ok=True)
+
+    def _start(self, job: TrainingJob) -> None:
+        """Start a recorded (Pending) training job; a launch failure is a failed job."""
+        self.launched += 1
+        spec = self._spec(job)
+        (spec.workdir / "output").mkdir(parents=True, exist_ok=True)
         try:
             handle = self.launcher.start(spec)
         except LaunchError as exc:
             ended = self.store.finish_training_job(
                 job.name, TrainingStatus.FAILED, failure_reason=str(exc)
             )
-            self._record_end(ended, config)
+            self._record_end(ended, job.hyperparameters)
             return
         gpus = self.launcher.poll(handle).gpus
-        job = self.store.mark_started(job.name, handle, str(workdir), gpus)
+        job = self.store.mark_started(job.name, handle, str(spec.workdir), gpus)
         self.running[job.name] = _Running(
-            job, config, handle, LogMetricParser(self.metric_definitions)
+            job, job.hyperparameters, handle, LogMetricParser(self.metric_definitions)
         )
         self._emit("started", job)
 
@@ -258,6 +311,7 @@ class Scheduler:
                 break
         if final:
             points.extend(run.parser.close())
+        points = [p for p in points if p.seq >= run.stored]
         if points:
             self.store.add_metric_points(run.job.name, points)
             run.points.extend(points)
@@ -273,7 +327,7 @@ class Scheduler:
         elif timed_out:
             status = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"
-        elif exit_code != 0:
+        elif exit_code not in (0, None):  # None: a re-attached job, not our child
             status, reason = TrainingStatus.FAILED, f"exited with code {exit_code}{last}"
         elif objective is None:
             status = TrainingStatus.FAILED
@@ -312,14 +366,42 @@ class Scheduler:
     # Start and end
 
     def _replay(self) -> None:
-        """Rebuild counters and strategy state from training jobs already in the store."""
+        """Resume from the training jobs already in the store (see the module docstring)."""
+        not_started = []
         for job in self.store.list_training_jobs(self.name):
-            self.launched = max(self.launched, job.number)
-            if not job.status.terminal:
-                job = self.store.finish_training_job(
-                    job.name, TrainingStatus.FAILED, failure_reason="interrupted: the tuner ended"
-                )
-            self._record_end(job, job.hyperparameters)
+            self.last_number = max(self.last_number, job.number)
+            if job.status is TrainingStatus.PENDING:
+                not_started.append(job)
+            elif job.status is TrainingStatus.IN_PROGRESS:
+                self._reattach(job)
+            else:
+                if not (job.status is TrainingStatus.STOPPED and job.failure_reason == INTERRUPTED):
+                    self.launched += 1
+                self._record_end(job, job.hyperparameters)
+        for job in not_started:
+            self.strategy.mark_pending(job.hyperparameters)
+            self._start(job)
+
+    def _reattach(self, job: TrainingJob) -> None:
+        if job.handle and self.launcher.adopt(job.handle, self._spec(job), job.gpus):
+            self.launched += 1
+            stored = self.store.metric_points(job.name)
+            self.running[job.name] = _Running(
+                job,
+                job.hyperparameters,
+                job.handle,
+                LogMetricParser(self.metric_definitions),
+                points=stored,
+                stored=len(stored),
+            )
+            self.strategy.mark_pending(job.hyperparameters)
+            return
+        ended = self.store.finish_training_job(
+            job.name, TrainingStatus.STOPPED, failure_reason=INTERRUPTED
+        )
+        self.reruns.append(job.hyperparameters)
+        self.strategy.mark_pending(job.hyperparameters)
+        self._emit("ended", ended)
 
     def _shutdown(self) -> None:
         """Stop every running job and wait until each has ended and been recorded."""

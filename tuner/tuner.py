@@ -16,7 +16,9 @@ the value); ``fit`` records the tuning job in the store before anything is launc
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -32,9 +34,16 @@ from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJo
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
 
+LEASE_SECONDS = 30.0
+
 
 def default_name(prefix: str = "tuning") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def process_owner() -> str:
+    """A name for this process as the holder of tuning-job leases."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class HyperparameterTuner:
@@ -172,9 +181,16 @@ class HyperparameterTuner:
                 ),
             }
         )
-        self.store.create_tuning_job(self.name, definition.to_json())
+        owner = process_owner()
+        self.store.create_tuning_job(self.name, definition.to_json(), owner, LEASE_SECONDS)
         scheduler = Scheduler(
-            definition, self.name, self.store, on_event=on_event, stop_event=self._stop
+            definition,
+            self.name,
+            self.store,
+            on_event=on_event,
+            stop_event=self._stop,
+            owner=owner,
+            lease_seconds=LEASE_SECONDS,
         )
         if wait:
             scheduler.run()

@@ -33,6 +33,8 @@ if out:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "argv.json"), "w") as f:
         json.dump(sys.argv[1:], f)
+    with open(os.path.join(out, "runs.txt"), "a") as f:  # one line per run of this job
+        f.write(f"{os.getpid()}\n")
 if args.ignore_sigterm == "true":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if args.spawn_child == "true":

@@ -177,3 +177,34 @@ def test_bad_launcher_settings(make):
         make(jobs_per_gpu=0)
     with pytest.raises(ValidationError, match="gpus must be distinct"):
         make(gpus=["0", "0"])
+
+
+def test_a_new_launcher_adopts_a_running_job(make, tmp_path):
+    first = make()
+    code = "import time\nprint('one', flush=True)\ntime.sleep(1)\nprint('two', flush=True)"
+    job = spec(tmp_path, code)
+    h = first.start(job)
+    second = make()  # as after a restart of the tuner
+    assert second.adopt(h, job)
+    assert second.poll(h).running
+    status, log = wait(second, h)
+    assert log.split() == [b"one", b"two"]
+    assert status.exit_code is None or status.exit_code == 0
+
+
+def test_stop_works_on_an_adopted_job(make, tmp_path):
+    first = make(grace_period=1)
+    job = spec(tmp_path, "import time; print('up', flush=True); time.sleep(60)")
+    h = first.start(job)
+    while b"up" not in first.read_logs(h):
+        time.sleep(0.02)
+    second = make(grace_period=1)
+    assert second.adopt(h, job)
+    second.stop(h)
+    status, _ = wait(second, h)
+    assert not status.running
+    first.poll(h)  # reap the child in the first launcher
+
+
+def test_adopting_a_garbled_handle_fails_cleanly(make, tmp_path):
+    assert not make().adopt("nonsense", spec(tmp_path, "pass"))

@@ -2,6 +2,7 @@
 
 import math
 import threading
+import time
 
 import pytest
 
@@ -114,3 +115,46 @@ def test_concurrent_writers_lose_nothing(store):
 def test_bad_url_is_a_clear_error():
     with pytest.raises(ValidationError, match="storage must be a SQLAlchemy URL"):
         Store("not a url")
+
+
+def test_leases_are_exclusive_until_they_expire(store, database_url):
+    store.create_tuning_job("t", DEFINITION)
+    other = Store(database_url)
+    assert store.claimable_tuning_jobs() == ["t"]
+    assert store.claim_tuning_job("t", "a", ttl=30)
+    assert not other.claim_tuning_job("t", "b", ttl=30)
+    assert store.claim_tuning_job("t", "a", ttl=30)  # the holder may claim again
+    assert store.claimable_tuning_jobs() == []
+    assert store.renew_lease("t", "a", ttl=0.2)
+    time.sleep(0.3)
+    assert store.claimable_tuning_jobs() == ["t"]
+    assert other.claim_tuning_job("t", "b", ttl=30)
+    assert not store.renew_lease("t", "a", ttl=30)
+    assert store.get_tuning_job("t").owner == "b"
+    other.release_tuning_job("t", "b")
+    assert store.get_tuning_job("t").owner is None
+    store.set_tuning_status("t", TuningStatus.COMPLETED, "done")
+    assert not store.claim_tuning_job("t", "a", ttl=30)  # an ended job is never claimed
+    other.close()
+
+
+def test_racing_claims_give_one_winner(store, database_url):
+    store.create_tuning_job("t", DEFINITION)
+    stores = [Store(database_url) for _ in range(4)]
+    wins = []
+    barrier = threading.Barrier(4)
+
+    def claim(i):
+        barrier.wait()
+        if stores[i].claim_tuning_job("t", f"owner-{i}", ttl=30):
+            wins.append(i)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert store.get_tuning_job("t").owner == f"owner-{wins[0]}"
+    for s in stores:
+        s.close()

@@ -12,6 +12,10 @@ Contract every launcher keeps (tests/launchers/test_contract.py runs it on each)
 - ``stop(handle)`` asks the job to end (SIGTERM or the equivalent) and forces it
   (SIGKILL) once ``grace_period`` has passed; it returns at once, ``poll`` reports the end.
 - ``free_slots(gpus_per_job)`` tells how many more jobs of that size fit now (None: no limit).
+- ``adopt(handle, spec, gpus)`` takes over a job started by another launcher object of the
+  same kind (before a restart of the tuner) and returns True when it could; from then on
+  ``poll``, ``read_logs`` (from the start of the log) and ``stop`` work on it. Its exit code may
+  be unknown (``None``) when it was not this process's child.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ class Launcher(ABC):
 
     def free_slots(self, gpus_per_job: int) -> int | None:
         return None
+
+    def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
+        """Re-attach to a job started before a restart; False when this launcher cannot."""
+        return False
 
     def close(self) -> None:
         """Release what the launcher holds; running jobs are not touched."""

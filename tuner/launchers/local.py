@@ -32,8 +32,10 @@ READ_CHUNK = 1 << 20
 @dataclass
 class _LocalJob:
     spec: LaunchSpec
-    process: subprocess.Popen[bytes]
-    log: IO[bytes]
+    process: subprocess.Popen[bytes] | None  # None for an adopted job (not our child)
+    pid: int
+    ticks: int  # the process's start time in clock ticks, against pid reuse
+    log: IO[bytes] | None
     started: float
     gpus: list[str] = field(default_factory=list)
     offset: int = 0
@@ -41,6 +43,25 @@ class _LocalJob:
     timed_out: bool = False
     stopped: bool = False
     finished: bool = False
+
+
+def _start_ticks(pid: int) -> int:
+    """When the process started, in clock ticks since boot (0 if it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _alive(pid: int, ticks: int) -> bool:
+    """The process ``pid`` that started at ``ticks`` still runs (and is not a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] != "Z" and int(fields[19]) == ticks
 
 
 def _with_interpreter_dir(path: str) -> str:
@@ -129,8 +150,33 @@ class LocalLauncher(Launcher):
             log.close()
             self._release(gpus)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
-        self._jobs[spec.name] = _LocalJob(spec, process, log, time.monotonic(), gpus)
-        return spec.name
+        handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
+        self._jobs[handle] = _LocalJob(
+            spec, process, process.pid, _start_ticks(process.pid), log, time.monotonic(), gpus
+        )
+        return handle
+
+    def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
+        """Watch a job that a LocalLauncher started before this process did (see base).
+
+        A job that already ended is adopted too when its log is there (``poll`` then reports
+        the end at once, with an unknown exit code); without a log there is nothing to adopt.
+        """
+        try:
+            kind, pid, ticks, _name = handle.split(":", 3)
+            uptime = float(Path("/proc/uptime").read_text().split()[0])
+            age = max(0.0, uptime - int(ticks) / os.sysconf("SC_CLK_TCK"))
+            job = _LocalJob(spec, None, int(pid), int(ticks), None, time.monotonic() - age)
+        except ValueError:
+            return False
+        if kind != "local" or not (spec.workdir / LOG_FILE).exists():
+            return False
+        taken = [g for g in (gpus or "").split(",") if g in self._gpu_load]
+        for g in taken:
+            self._gpu_load[g] += 1
+        job.gpus = taken
+        self._jobs[handle] = job
+        return True
 
     def _job(self, handle: str) -> _LocalJob:
         try:
@@ -143,17 +189,24 @@ class LocalLauncher(Launcher):
             self._gpu_load[g] -= 1
 
     def _signal(self, job: _LocalJob, sig: int) -> None:
+        if job.process is None and not _alive(job.pid, job.ticks):
+            return  # an adopted job's pid may belong to someone else by now
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(job.process.pid, sig)
+            os.killpg(job.pid, sig)
 
     def poll(self, handle: str) -> JobStatus:
         job = self._job(handle)
         gpus = ",".join(job.gpus) or None
+        code = job.process.returncode if job.process else None
         if job.finished:
-            return JobStatus(False, job.process.returncode, job.timed_out, job.stopped, gpus)
+            return JobStatus(False, code, job.timed_out, job.stopped, gpus)
         now = time.monotonic()
-        code = job.process.poll()
-        if code is None:
+        if job.process is not None:
+            code = job.process.poll()
+            running = code is None
+        else:
+            running = _alive(job.pid, job.ticks)
+        if running:
             limit = job.spec.max_runtime
             if limit is not None and not job.timed_out and now - job.started > limit:
                 job.timed_out = True
@@ -163,15 +216,19 @@ class LocalLauncher(Launcher):
             return JobStatus(True, None, job.timed_out, job.stopped, gpus)
         self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
         job.finished = True
-        job.log.close()
+        if job.log is not None:
+            job.log.close()
         self._release(job.gpus)
         return JobStatus(False, code, job.timed_out, job.stopped, gpus)
 
     def read_logs(self, handle: str) -> bytes:
         job = self._job(handle)
-        with open(job.spec.workdir / LOG_FILE, "rb") as f:
-            f.seek(job.offset)
-            data = f.read(READ_CHUNK)
+        try:
+            with open(job.spec.workdir / LOG_FILE, "rb") as f:
+                f.seek(job.offset)
+                data = f.read(READ_CHUNK)
+        except FileNotFoundError:
+            return b""
         job.offset += len(data)
         return data
 

@@ -25,6 +25,8 @@ class TuningJobRow(Base):
     status_reason: Mapped[str | None] = mapped_column(Text)
     definition: Mapped[dict[str, Any]] = mapped_column(JSON)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
 

@@ -8,6 +8,10 @@ Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL)
   their tuning job, and their names are ``<tuning job>-<number:03d>``.
 - Training jobs are listed by number, tuning jobs newest first; metric points by ``seq``.
 - Metric values round-trip exactly, ``nan`` and ``inf`` included.
+- Leases: a tuning job is run by at most one process at a time. ``claim_tuning_job`` takes
+  it atomically (only when it has not ended and its lease is free, expired or already the
+  caller's), ``renew_lease`` extends it and fails once another process holds it, and
+  ``release_tuning_job`` gives it up. Two services on one database never both hold a lease.
 - The URL is any SQLAlchemy URL: ``sqlite:///path.db`` (the default; the parent folder is
   created, WAL journal so readers do not block the running tuner) or
   ``postgresql+psycopg://user@host:port/db``.
@@ -23,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, or_, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -80,6 +84,8 @@ def _tuning(row: TuningJobRow) -> TuningJob:
         stop_requested=row.stop_requested,
         created_at=row.created_at,
         ended_at=row.ended_at,
+        owner=row.owner,
+        lease_expires=row.lease_expires,
     )
 
 
@@ -139,13 +145,19 @@ class Store:
 
     # Tuning jobs
 
-    def create_tuning_job(self, name: str, definition: dict[str, Any]) -> TuningJob:
+    def create_tuning_job(
+        self, name: str, definition: dict[str, Any], owner: str | None = None, ttl: float = 0
+    ) -> TuningJob:
+        """Record a new InProgress tuning job, leased to ``owner`` for ``ttl`` s when given."""
+        now = time.time()
         row = TuningJobRow(
             name=name,
             status=TuningStatus.IN_PROGRESS.value,
             definition=definition,
             stop_requested=False,
-            created_at=time.time(),
+            created_at=now,
+            owner=owner,
+            lease_expires=now + ttl if owner else None,
         )
         try:
             with self._session() as session:
@@ -183,6 +195,8 @@ class Store:
                 row.status_reason = reason
             if TuningStatus(status).terminal:
                 row.ended_at = time.time()
+                row.owner = None
+                row.lease_expires = None
             return _tuning(row)
 
     def request_stop(self, name: str) -> TuningJob:
@@ -193,6 +207,59 @@ class Store:
                 row.stop_requested = True
                 row.status = TuningStatus.STOPPING.value
             return _tuning(row)
+
+    # Leases
+
+    def claim_tuning_job(self, name: str, owner: str, ttl: float) -> bool:
+        """Take the lease of a tuning job that has not ended; True when the caller holds it."""
+        now = time.time()
+        active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        query = (
+            update(TuningJobRow)
+            .where(TuningJobRow.name == name, TuningJobRow.status.in_(active))
+            .where(
+                or_(
+                    TuningJobRow.owner.is_(None),
+                    TuningJobRow.owner == owner,
+                    TuningJobRow.lease_expires < now,
+                )
+            )
+            .values(owner=owner, lease_expires=now + ttl)
+        )
+        with self._session() as session:
+            return bool(session.execute(query).rowcount)  # type: ignore[attr-defined]
+
+    def renew_lease(self, name: str, owner: str, ttl: float) -> bool:
+        """Extend the caller's lease; False when another process holds it now."""
+        query = (
+            update(TuningJobRow)
+            .where(TuningJobRow.name == name, TuningJobRow.owner == owner)
+            .values(lease_expires=time.time() + ttl)
+        )
+        with self._session() as session:
+            return bool(session.execute(query).rowcount)  # type: ignore[attr-defined]
+
+    def release_tuning_job(self, name: str, owner: str) -> None:
+        query = (
+            update(TuningJobRow)
+            .where(TuningJobRow.name == name, TuningJobRow.owner == owner)
+            .values(owner=None, lease_expires=None)
+        )
+        with self._session() as session:
+            session.execute(query)
+
+    def claimable_tuning_jobs(self) -> list[str]:
+        """Names of tuning jobs that have not ended and whose lease is free or expired."""
+        now = time.time()
+        active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        query = (
+            select(TuningJobRow.name)
+            .where(TuningJobRow.status.in_(active))
+            .where(or_(TuningJobRow.owner.is_(None), TuningJobRow.lease_expires < now))
+            .order_by(TuningJobRow.created_at)
+        )
+        with self._session() as session:
+            return list(session.scalars(query))
 
     # Training jobs
 

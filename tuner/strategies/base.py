@@ -78,6 +78,12 @@ class Strategy(ABC):
             loss = -float(value) if self.maximize else float(value)
         self._observe(config, loss)
 
+    def mark_pending(self, config: Config) -> None:
+        """Treat ``config`` as asked and still running (a job resumed after a restart)."""
+        key = self.space.key(config)
+        self._seen.add(key)
+        self.pending[key] = config
+
     def _fallback(self) -> Config | None:
         """A random configuration not seen yet, or None when the space is used up."""
         for _ in range(MAX_FALLBACK_DRAWS):

@@ -1,0 +1,118 @@
+"""Resuming a tuning job: re-attach to live jobs, re-run lost ones, leases between processes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from tests.conftest import fake_command
+from tests.test_scheduler import max_overlap
+from tuner import TrainingStatus, TuningJobDefinition, TuningStatus
+from tuner.scheduler import INTERRUPTED, Scheduler
+from tuner.storage import Store
+
+
+def definition(tmp_path: Path, sleep: float, **kw) -> TuningJobDefinition:
+    return TuningJobDefinition.parse(
+        {
+            "name": "resume",
+            "strategy": "Random",
+            "random_seed": 0,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": {
+                "command": fake_command(),
+                "static_hyperparameters": {"sleep": sleep, "epochs": 3},
+                "output_path": str(tmp_path / "runs"),
+            },
+            **kw,
+        }
+    )
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def runs_per_job(store: Store) -> dict[str, int]:
+    out = {}
+    for job in store.list_training_jobs("resume"):
+        runs = Path(job.workdir) / "output" / "runs.txt"
+        out[job.name] = len(runs.read_text().split()) if runs.exists() else 0
+    return out
+
+
+def test_a_new_scheduler_reattaches_to_running_jobs(tmp_path, database_url):
+    store = Store(database_url)
+    d = definition(tmp_path, sleep=1.5, max_jobs=5, max_parallel_jobs=2)
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    in_progress = [TrainingStatus.IN_PROGRESS]
+    wait_for(lambda: [j.status for j in store.list_training_jobs("resume")] == in_progress * 2)
+    time.sleep(0.8)  # the jobs have printed some metrics
+    detach.set()
+    thread.join(10)
+    assert store.get_tuning_job("resume").owner is None  # released on detach
+    assert store.claim_tuning_job("resume", "second", ttl=30)
+    second = Scheduler(d, "resume", Store(database_url), owner="second")
+    record = second.run()
+
+    assert record.status is TuningStatus.COMPLETED
+    jobs = store.list_training_jobs("resume")
+    assert len(jobs) == 5 and all(j.status is TrainingStatus.COMPLETED for j in jobs)
+    assert set(runs_per_job(store).values()) == {1}  # nothing ran twice
+    for job in jobs[:2]:  # the re-attached ones: every epoch stored once
+        assert [p.seq for p in store.metric_points(job.name)] == [0, 1, 2]
+    own = []
+    for job in jobs:
+        t = json.loads((Path(job.workdir) / "output" / "times.json").read_text())
+        own.append((t["start"], t["end"]))
+    assert max_overlap(own) <= 2
+
+
+def test_jobs_that_cannot_be_reattached_are_rerun_without_using_the_budget(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=0.0, max_jobs=3, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json())
+    lost = store.create_training_job("resume", 1, {"x": 0.25})
+    store.mark_started(lost.name, "local:999999999:1:gone", str(tmp_path / "gone"))
+    never_started = store.create_training_job("resume", 2, {"x": 0.75})
+    Scheduler(d, "resume", store).run()
+
+    jobs = {j.name: j for j in store.list_training_jobs("resume")}
+    assert jobs[lost.name].status is TrainingStatus.STOPPED
+    assert jobs[lost.name].failure_reason == INTERRUPTED
+    assert jobs[never_started.name].status is TrainingStatus.COMPLETED
+    completed = [j for j in jobs.values() if j.status is TrainingStatus.COMPLETED]
+    assert len(completed) == 3  # max_jobs counts the jobs that ran, not the lost one
+    assert {"x": 0.25} in [j.hyperparameters for j in completed]  # the lost one ran again
+
+
+def test_a_scheduler_that_lost_its_lease_leaves_the_jobs_alone(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=3.0, max_jobs=2, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json(), owner="a", ttl=0.3)
+    first = Scheduler(d, "resume", store, owner="a", lease_seconds=0.3)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(lambda: store.count_training_jobs("resume") == 1)
+    # another process takes the lease: possible only once it has expired, so pretend it has
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE tuning_jobs SET lease_expires = 0")
+    assert store.claim_tuning_job("resume", "b", ttl=30)
+    thread.join(10)
+    assert not thread.is_alive()
+    job = store.list_training_jobs("resume")[0]
+    assert job.status is TrainingStatus.IN_PROGRESS  # not stopped: it is b's now
+    record = Scheduler(d, "resume", store, owner="b").run()
+    assert record.status is TuningStatus.COMPLETED
+    assert set(runs_per_job(store).values()) == {1}
