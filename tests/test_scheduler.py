@@ -15,7 +15,6 @@ from tuner import (
     HyperparameterTuner,
     NotFoundError,
     TrainingStatus,
-    TuningStatus,
 )
 
 METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.naif-]+)"}]
@@ -171,8 +170,7 @@ def test_stop_from_the_api_stops_running_jobs(tmp_path, sqlite_url):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     tuner.stop()
-    record = tuner.wait(timeout=30)
-    assert record.status is TuningStatus.STOPPED
+    assert tuner.wait(timeout=30)["status"] == "Stopped"
     jobs = tuner.training_jobs()
     assert len(jobs) == 2
     assert all(j.status is TrainingStatus.STOPPED for j in jobs)

@@ -92,7 +92,7 @@ def test_attach_sees_the_same_tuning_job(tmp_path):
     other = HyperparameterTuner.attach("attach-me", storage=args["storage"])
     assert other.describe()["best_training_job"] == tuner.describe()["best_training_job"]
     assert other.definition.max_jobs == 6
-    assert other.wait(timeout=1).status.value == "Completed"
+    assert other.wait(timeout=1)["status"] == "Completed"
     with pytest.raises(NotFoundError, match="no tuning job named 'nope'"):
         HyperparameterTuner.attach("nope", storage=args["storage"])
 
@@ -108,7 +108,7 @@ def test_a_taken_name_is_refused_and_the_first_job_is_kept(tmp_path):
 def test_background_fit_and_wait(tmp_path):
     tuner = HyperparameterTuner(**tuner_args(tmp_path))
     tuner.fit(wait=False)
-    assert tuner.wait(timeout=60).status.value == "Completed"
+    assert tuner.wait(timeout=60)["status"] == "Completed"
 
 
 def test_describe_before_fit_is_a_clear_error(tmp_path):

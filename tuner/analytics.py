@@ -2,54 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-from tuner.storage import Store
+from tuner.records import TrainingJob
 
 
 class TuningJobAnalytics:
     """Rows: name, number, status, objective status, each hyperparameter, the final objective,
     failure reason, and start/end times (UTC) with the training time in seconds."""
 
-    def __init__(self, store: Store, tuning_job_name: str) -> None:
-        self.store = store
-        self.name = tuning_job_name
+    def __init__(
+        self,
+        parameters: list[str],
+        objective_metric_name: str,
+        training_jobs: Callable[[], list[TrainingJob]],
+    ) -> None:
+        self.parameters = parameters
+        self.objective_metric_name = objective_metric_name
+        self._training_jobs = training_jobs
 
     def dataframe(self) -> pd.DataFrame:
-        tuning = self.store.get_tuning_job(self.name)
-        params = list(tuning.definition["hyperparameter_ranges"])
-        objective = tuning.definition["objective_metric_name"]
         rows = []
-        for job in self.store.list_training_jobs(self.name):
+        for job in self._training_jobs():
             row: dict[str, object] = {
                 "TrainingJobName": job.name,
                 "TrainingJobNumber": job.number,
                 "TrainingJobStatus": job.status.value,
                 "ObjectiveStatus": job.objective_status.value,
             }
-            row.update({p: job.hyperparameters.get(p) for p in params})
+            row.update({p: job.hyperparameters.get(p) for p in self.parameters})
             row["FinalObjectiveValue"] = job.objective
-            row["ObjectiveMetricName"] = objective
+            row["ObjectiveMetricName"] = self.objective_metric_name
             row["FailureReason"] = job.failure_reason
             row["TrainingStartTime"] = _time(job.started_at)
             row["TrainingEndTime"] = _time(job.ended_at)
             row["TrainingElapsedTimeSeconds"] = job.duration
             rows.append(row)
         columns = [
-            "TrainingJobName",
-            "TrainingJobNumber",
-            "TrainingJobStatus",
-            "ObjectiveStatus",
-            *params,
-            "FinalObjectiveValue",
-            "ObjectiveMetricName",
-            "FailureReason",
-            "TrainingStartTime",
-            "TrainingEndTime",
-            "TrainingElapsedTimeSeconds",
-        ]
+            "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
+            *self.parameters, "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason",
+            "TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds",
+        ]  # fmt: skip
         return pd.DataFrame(rows, columns=columns)
 
     def export_csv(self, path: str | Path) -> Path:

@@ -165,6 +165,29 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the REST service (needs the ``service`` extra). Settings travel by environment."""
+    import os
+    import secrets
+
+    import uvicorn
+
+    if args.storage:
+        os.environ["TUNER_DATABASE_URL"] = args.storage
+    os.environ["TUNER_RUNS_DIR"] = args.runs_dir
+    if args.allow_program:
+        os.environ["TUNER_ALLOWED_PROGRAMS"] = os.pathsep.join(args.allow_program)
+    if args.lease_seconds is not None:
+        os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
+    if not os.environ.get("TUNER_API_TOKEN"):
+        os.environ["TUNER_API_TOKEN"] = secrets.token_urlsafe(24)
+        print(f"TUNER_API_TOKEN={os.environ['TUNER_API_TOKEN']}", file=sys.stderr, flush=True)
+    uvicorn.run(
+        "api.app:create_app", factory=True, host=args.host, port=args.port, log_level=args.log_level
+    )
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="tuner", description=__doc__.splitlines()[0])
     root.add_argument(
@@ -196,6 +219,20 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("name")
     export.add_argument("--csv", required=True, help="output file")
     export.set_defaults(func=cmd_export)
+
+    serve = sub.add_parser("serve", help="run the REST service (token: $TUNER_API_TOKEN)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--runs-dir", default="tuner-runs", help="training jobs' folders")
+    serve.add_argument(
+        "--allow-program",
+        action="append",
+        default=[],
+        help="a program job definitions may run (repeat; default: any)",
+    )
+    serve.add_argument("--lease-seconds", type=float, help="tuning-job lease (default 30)")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=cmd_serve)
 
     check = sub.add_parser(
         "check-metrics", help="show what the metric definitions extract from a sample log"

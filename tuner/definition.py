@@ -61,6 +61,17 @@ class JobDefinition(_Strict):
     def _argv(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or not value[0]):
             raise ValueError("command must be a non-empty list of arguments, program first")
+        for arg in value or []:
+            if "\x00" in arg:
+                raise ValueError(f"command arguments cannot hold a NUL byte, got {arg!r}")
+        return value
+
+    @field_validator("static_hyperparameters", "environment")
+    @classmethod
+    def _no_nul(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for k, v in value.items():
+            if "\x00" in k or "\x00" in str(v) or "=" in k or not k:
+                raise ValueError(f"names and values cannot be empty or hold NUL or '=', got {k!r}")
         return value
 
     @model_validator(mode="after")
@@ -196,7 +207,9 @@ def explain(exc: pydantic.ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "definition"
         message = re.sub(r"^Value error, ", "", error["msg"])
-        if error["type"] in ("value_error", "assertion_error") or "input" not in error:
+        if error["type"] == "missing":
+            message = "required, missing"
+        if error["type"] in ("value_error", "assertion_error", "missing") or "input" not in error:
             lines.append(f"{where}: {message}")
         else:
             lines.append(f"{where}: {message}, got {error['input']!r:.200}")

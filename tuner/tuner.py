@@ -26,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from tuner.analytics import TuningJobAnalytics
+from tuner.client import ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition
 from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
-from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJob, TuningStatus
+from tuner.records import TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
+from tuner.summary import best_of, describe
 
 LEASE_SECONDS = 30.0
 
@@ -68,6 +70,9 @@ class HyperparameterTuner:
         storage: SQLAlchemy URL of the store (default ``$TUNER_DATABASE_URL``, else
             ``sqlite:///tuner-runs/tuner.db``).
         name: the tuning job's name (default: generated, unique).
+        service_url / service_token: submit to and follow a running tuner service (``tuner
+            serve``) instead of running in this process; the token defaults to
+            ``$TUNER_API_TOKEN``.
     """
 
     def __init__(
@@ -88,6 +93,8 @@ class HyperparameterTuner:
         strategy_options: Mapping[str, Any] | None = None,
         storage: str | None = None,
         name: str | None = None,
+        service_url: str | None = None,
+        service_token: str | None = None,
     ) -> None:
         ranges: dict[str, Any] = {}
         for key, rng in dict(hyperparameter_ranges).items():
@@ -124,11 +131,18 @@ class HyperparameterTuner:
                 "max_jobs_without_improvement": max_jobs_without_improvement,
             }
         )
-        self._init(definition, Store(storage))
+        self._init(definition, storage, service_url, service_token)
 
-    def _init(self, definition: TuningJobDefinition, store: Store) -> None:
+    def _init(
+        self,
+        definition: TuningJobDefinition,
+        storage: str | None,
+        service_url: str | None = None,
+        service_token: str | None = None,
+    ) -> None:
         self.definition = definition
-        self.store = store
+        self.client = ServiceClient(service_url, service_token) if service_url else None
+        self._store = None if service_url else Store(storage)
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -139,31 +153,53 @@ class HyperparameterTuner:
         cls,
         definition: TuningJobDefinition | Mapping[str, Any],
         storage: str | None = None,
+        service_url: str | None = None,
+        service_token: str | None = None,
     ) -> HyperparameterTuner:
         """A tuner for a definition document (a parsed YAML file, say)."""
         tuner = cls.__new__(cls)
-        tuner._init(
-            TuningJobDefinition.parse(
-                dict(definition) if isinstance(definition, Mapping) else definition
-            ),
-            Store(storage),
+        parsed = TuningJobDefinition.parse(
+            dict(definition) if isinstance(definition, Mapping) else definition
         )
+        tuner._init(parsed, storage, service_url, service_token)
         return tuner
 
     @classmethod
-    def attach(cls, name: str, storage: str | None = None) -> HyperparameterTuner:
-        """The tuner of an existing tuning job in the store (raises ``NotFoundError``)."""
-        store = Store(storage)
-        record = store.get_tuning_job(name)
+    def attach(
+        cls,
+        name: str,
+        storage: str | None = None,
+        service_url: str | None = None,
+        service_token: str | None = None,
+    ) -> HyperparameterTuner:
+        """The tuner of an existing tuning job, from the store or a service (raises
+        ``NotFoundError``)."""
+        if service_url:
+            client = ServiceClient(service_url, service_token)
+            definition = client.describe(name)["definition"]
+        else:
+            definition = Store(storage).get_tuning_job(name).definition
         tuner = cls.__new__(cls)
-        tuner._init(TuningJobDefinition.parse(record.definition), store)
+        tuner._init(TuningJobDefinition.parse(definition), storage, service_url, service_token)
         tuner.name = name
         return tuner
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise TunerError("this tuner talks to a service; it has no store of its own")
+        return self._store
 
     # Running
 
     def fit(self, wait: bool = True, on_event: EventHandler | None = None) -> HyperparameterTuner:
-        """Record the tuning job and run it (in a background thread when ``wait=False``)."""
+        """Record the tuning job and run it (in a background thread when ``wait=False``; on the
+        service when there is one, ``on_event`` then unused)."""
+        if self.client is not None:
+            self.name = self.client.create(self.definition.to_json())["name"]
+            if wait:
+                self.wait()
+            return self
         if self.name is not None and self._exists(self.name):
             raise ValidationError(
                 f"tuning job {self.name!r} already exists; attach to it or choose another name"
@@ -217,8 +253,9 @@ class HyperparameterTuner:
         except BaseException as exc:  # reported by wait()
             self._error = exc
 
-    def wait(self, timeout: float | None = None, poll_interval: float = 0.5) -> TuningJob:
-        """Block until the tuning job has ended (also one run by another process)."""
+    def wait(self, timeout: float | None = None, poll_interval: float = 0.5) -> dict[str, Any]:
+        """Block until the tuning job has ended (also one run by another process or a
+        service); returns ``describe()``."""
         name = self._require_name()
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._thread is not None:
@@ -226,18 +263,24 @@ class HyperparameterTuner:
             if self._error is not None:
                 raise self._error
         while True:
-            record = self.store.get_tuning_job(name)
-            if record.status.terminal:
-                return record
+            description = self.describe()
+            if TuningStatus(description["status"]).terminal:
+                return description
             if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"tuning job {name} still {record.status} after {timeout}s")
+                raise TimeoutError(
+                    f"tuning job {name} still {description['status']} after {timeout}s"
+                )
             time.sleep(poll_interval)
 
-    def stop(self) -> TuningJob:
+    def stop(self) -> dict[str, Any]:
         """Stop the tuning job: running training jobs are stopped, none is started."""
         name = self._require_name()
         self._stop.set()
-        return self.store.request_stop(name)
+        if self.client is not None:
+            self.client.stop(name)
+        else:
+            self.store.request_stop(name)
+        return self.describe()
 
     # Looking
 
@@ -247,63 +290,27 @@ class HyperparameterTuner:
         return self.name
 
     def describe(self) -> dict[str, Any]:
-        """Status, reason, counters of training-job and objective states, best training job."""
+        """Status, reason, counters of training-job and objective states, best training job,
+        consumed training seconds, and the stored definition."""
         name = self._require_name()
-        record = self.store.get_tuning_job(name)
-        jobs = self.store.list_training_jobs(name)
-        best = self.best_training_job()
-        return {
-            "name": name,
-            "status": record.status.value,
-            "status_reason": record.status_reason,
-            "failure_reason": record.status_reason
-            if record.status is TuningStatus.FAILED
-            else None,
-            "strategy": self.definition.strategy,
-            "objective": {
-                "metric": self.definition.objective_metric_name,
-                "type": self.definition.objective_type,
-            },
-            "limits": {
-                "max_jobs": self.definition.max_jobs,
-                "max_parallel_jobs": self.definition.max_parallel_jobs,
-            },
-            "training_job_status_counters": {
-                s.value: sum(j.status is s for j in jobs) for s in TrainingStatus
-            },
-            "objective_status_counters": {
-                s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
-            },
-            "best_training_job": _job_summary(best) if best else None,
-            "created_at": record.created_at,
-            "ended_at": record.ended_at,
-        }
+        if self.client is not None:
+            return self.client.describe(name)
+        return describe(self.store.get_tuning_job(name), self.store.list_training_jobs(name))
 
     def best_training_job(self) -> TrainingJob | None:
         """The completed training job with the best objective (earliest on ties), or None."""
-        name = self._require_name()
-        done = [
-            j
-            for j in self.store.list_training_jobs(name)
-            if j.objective_status is ObjectiveStatus.SUCCEEDED and j.objective is not None
-        ]
-        if not done:
-            return None
-        sign = 1.0 if self.definition.maximize else -1.0
-        return max(done, key=lambda j: (sign * (j.objective or 0.0), -j.number))
+        return best_of(self.training_jobs(), self.definition.maximize)
 
     def training_jobs(self) -> list[TrainingJob]:
-        return self.store.list_training_jobs(self._require_name())
+        name = self._require_name()
+        if self.client is not None:
+            return self.client.training_jobs(name)
+        return self.store.list_training_jobs(name)
 
     def analytics(self) -> TuningJobAnalytics:
-        return TuningJobAnalytics(self.store, self._require_name())
-
-
-def _job_summary(job: TrainingJob) -> dict[str, Any]:
-    return {
-        "name": job.name,
-        "hyperparameters": job.hyperparameters,
-        "objective": job.objective,
-        "status": job.status.value,
-        "duration": job.duration,
-    }
+        self._require_name()
+        return TuningJobAnalytics(
+            list(self.definition.hyperparameter_ranges),
+            self.definition.objective_metric_name,
+            self.training_jobs,
+        )

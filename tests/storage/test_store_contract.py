@@ -158,3 +158,12 @@ def test_racing_claims_give_one_winner(store, database_url):
     assert store.get_tuning_job("t").owner == f"owner-{wins[0]}"
     for s in stores:
         s.close()
+
+
+def test_many_processes_may_create_the_schema_at_once(database_url):
+    import subprocess
+    import sys
+
+    code = "import sys; from tuner.storage import Store; Store(sys.argv[1]).list_tuning_jobs()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, database_url]) for _ in range(6)]
+    assert [p.wait(60) for p in procs] == [0] * 6

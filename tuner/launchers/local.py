@@ -146,7 +146,7 @@ class LocalLauncher(Launcher):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             log.close()
             self._release(gpus)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None

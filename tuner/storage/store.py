@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, or_, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tuner.errors import NotFoundError, ValidationError
@@ -73,6 +73,26 @@ def _make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(parsed, pool_pre_ping=True)
+
+
+def _create_schema(engine: Engine, attempts: int = 5) -> None:
+    """Create missing tables; another process creating them at the same moment is fine."""
+    for attempt in range(attempts):
+        try:
+            Base.metadata.create_all(engine)
+            return
+        except (OperationalError, ProgrammingError, IntegrityError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "?"
 
 
 def _tuning(row: TuningJobRow) -> TuningJob:
@@ -119,8 +139,9 @@ class Store:
     def __init__(self, url: str | None = None) -> None:
         url = url or default_url()
         self.url = url
+        self.shown_url = _shown(url)
         self.engine = _make_engine(url)
-        Base.metadata.create_all(self.engine)
+        _create_schema(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
@@ -134,13 +155,13 @@ class Store:
     def _tuning_row(self, session: Session, name: str) -> TuningJobRow:
         row = session.scalar(select(TuningJobRow).where(TuningJobRow.name == name))
         if row is None:
-            raise NotFoundError(f"no tuning job named {name!r} in {self.url}")
+            raise NotFoundError(f"no tuning job named {name!r} in {self.shown_url}")
         return row
 
     def _training_row(self, session: Session, name: str) -> TrainingJobRow:
         row = session.scalar(select(TrainingJobRow).where(TrainingJobRow.name == name))
         if row is None:
-            raise NotFoundError(f"no training job named {name!r} in {self.url}")
+            raise NotFoundError(f"no training job named {name!r} in {self.shown_url}")
         return row
 
     # Tuning jobs

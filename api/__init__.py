@@ -1,0 +1,1 @@
+"""The REST service: FastAPI routes, schemas and error mapping over the tuner engine."""

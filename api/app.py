@@ -1,0 +1,313 @@
+"""The REST service: create, watch and stop tuning jobs over HTTP.
+
+Every endpoint but ``/healthz`` needs ``Authorization: Bearer <token>`` (401 otherwise). Client
+mistakes are answered with a 4xx whose ``detail`` names the field and the rule: 400 for a
+definition that breaks a rule, 404 for an unknown name, 413 for a body over the size limit,
+422 for a request of the wrong shape. Tuning jobs run in the background
+(``tuner.service.TuningService``) and survive restarts of the service.
+
+Run it with ``tuner serve`` or ``uvicorn --factory api.app:create_app``.
+"""
+
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api import schemas
+from api.report import report_data, report_html
+from api.sagemaker import from_sagemaker, is_sagemaker_request
+from api.settings import Settings
+from tuner.definition import TuningJobDefinition
+from tuner.errors import NotFoundError, TunerError
+from tuner.records import TuningStatus
+from tuner.service import TuningService
+from tuner.storage import Store
+from tuner.summary import describe, training_job_dict
+
+TUNING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$"
+TRAINING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,80}$"
+FOLLOW_POLL_SECONDS = 0.5
+FOLLOW_LIMIT_SECONDS = 6 * 3600
+LOG_FILE = "log.txt"
+
+TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=63)]
+TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=81)]
+Format = Annotated[Literal["json", "html"], Query(description="json (default) or html")]
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": schemas.Problem, "description": "the request breaks a rule (named)"},
+    401: {"model": schemas.Problem, "description": "missing or wrong bearer token"},
+    404: {"model": schemas.Problem, "description": "no such tuning or training job"},
+    413: {"model": schemas.Problem, "description": "request body too large"},
+}
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: answer 413 to a request body over ``limit`` bytes, read or declared."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(send)
+            return
+        total = 0
+
+        async def limited() -> Any:
+            nonlocal total
+            message = await receive()
+            total += len(message.get("body", b""))
+            if total > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Any) -> None:
+        body = f'{{"detail":"request bodies are limited to {self.limit} bytes"}}'.encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def tail_lines(path: Path, lines: int) -> bytes:
+    """The last ``lines`` lines of a file, read from its end."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        position = f.tell()
+        data = b""
+        while position > 0 and data.count(b"\n") <= lines:
+            step = min(65536, position)
+            position -= step
+            f.seek(position)
+            data = f.read(step) + data
+    return b"\n".join(data.split(b"\n")[-lines - 1 :]) if data else b""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The application; ``settings`` default to the environment (``Settings.from_env``)."""
+    settings = settings or Settings.from_env()
+    store = Store(settings.database_url)
+    service = TuningService(
+        store,
+        settings.runs_dir,
+        lease_seconds=settings.lease_seconds,
+        scan_interval=settings.scan_interval,
+        allowed_programs=settings.allowed_programs,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        service.start()
+        service.scan()  # resume what a previous run of the service left
+        yield
+        service.shutdown()
+        store.close()
+
+    app = FastAPI(
+        title="tuner",
+        version="0.1.0",
+        description=__doc__.split("\n\n")[0],
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.state.settings = settings
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+
+    @app.exception_handler(NotFoundError)
+    async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(TunerError)
+    async def _bad(_: Request, exc: TunerError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    bearer = HTTPBearer(auto_error=False)
+
+    def authorize(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> None:
+        if credentials is None or not secrets.compare_digest(
+            credentials.credentials.encode(), settings.token.encode()
+        ):
+            raise HTTPException(
+                401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+            )
+
+    @app.get("/healthz", response_model=schemas.Health, tags=["service"])
+    def healthz() -> dict[str, str]:
+        """Liveness: answers without authentication."""
+        return {"status": "ok"}
+
+    api = APIRouter(dependencies=[Depends(authorize)], responses=ERRORS)
+
+    @api.post(
+        "/tuning-jobs",
+        status_code=201,
+        response_model=schemas.TuningJobDescription,
+        tags=["tuning jobs"],
+    )
+    def create_tuning_job(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+        """Create and start a tuning job from our definition (the YAML's content as JSON) or
+        from SageMaker's CreateHyperParameterTuningJob request shape."""
+        data = from_sagemaker(body) if is_sagemaker_request(body) else body
+        record = service.submit(TuningJobDefinition.parse(data))
+        return describe(store.get_tuning_job(record.name), [])
+
+    @api.get("/tuning-jobs", response_model=schemas.TuningJobPage, tags=["tuning jobs"])
+    def list_tuning_jobs(
+        status: TuningStatus | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+    ) -> dict[str, Any]:
+        """Tuning jobs, newest first, optionally of one status; ``next_offset`` pages on."""
+        items = store.list_tuning_jobs(status, limit=limit + 1, offset=offset)
+        return {
+            "items": [
+                {
+                    "name": r.name,
+                    "status": r.status.value,
+                    "status_reason": r.status_reason,
+                    "strategy": r.definition.get("strategy"),
+                    "created_at": r.created_at,
+                    "ended_at": r.ended_at,
+                }
+                for r in items[:limit]
+            ],
+            "limit": limit,
+            "offset": offset,
+            "next_offset": offset + limit if len(items) > limit else None,
+        }
+
+    @api.get(
+        "/tuning-jobs/{name}", response_model=schemas.TuningJobDescription, tags=["tuning jobs"]
+    )
+    def describe_tuning_job(name: TuningName) -> dict[str, Any]:
+        """Status and reason, counters of training-job and objective states, best training job,
+        consumed training seconds, and the definition."""
+        return describe(store.get_tuning_job(name), store.list_training_jobs(name))
+
+    @api.get(
+        "/tuning-jobs/{name}/training-jobs",
+        response_model=list[schemas.TrainingJobOut],
+        tags=["training jobs"],
+    )
+    def list_training_jobs(name: TuningName) -> list[dict[str, Any]]:
+        """The tuning job's training jobs, by number."""
+        return [training_job_dict(j) for j in store.list_training_jobs(name)]
+
+    @api.post(
+        "/tuning-jobs/{name}/stop", response_model=schemas.TuningJobSummary, tags=["tuning jobs"]
+    )
+    def stop_tuning_job(name: TuningName) -> dict[str, Any]:
+        """Stop a tuning job: its running training jobs are stopped, no new one starts."""
+        r = service.stop(name)
+        return {
+            "name": r.name,
+            "status": r.status.value,
+            "status_reason": r.status_reason,
+            "strategy": r.definition.get("strategy"),
+            "created_at": r.created_at,
+            "ended_at": r.ended_at,
+        }
+
+    @api.get("/training-jobs/{name}", response_model=schemas.TrainingJobOut, tags=["training jobs"])
+    def get_training_job(name: TrainingName) -> dict[str, Any]:
+        return training_job_dict(store.get_training_job(name))
+
+    @api.get(
+        "/training-jobs/{name}/logs",
+        response_class=PlainTextResponse,
+        tags=["training jobs"],
+        responses={200: {"content": {"text/plain": {}}}},
+    )
+    def training_job_logs(
+        name: TrainingName,
+        tail: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+        follow: bool = False,
+    ) -> Any:
+        """The job's log (stdout and stderr); ``tail`` keeps the last lines, ``follow``
+        streams what is written until the job ends."""
+        job = store.get_training_job(name)
+        path = Path(job.workdir or "") / LOG_FILE
+        if job.workdir is None or not path.exists():
+            return PlainTextResponse("")
+        start = path.stat().st_size
+        head = tail_lines(path, tail) if tail else path.read_bytes()[:start]
+        if not follow:
+            return PlainTextResponse(head.decode("utf-8", "replace"))
+
+        def stream() -> Iterator[bytes]:
+            yield head
+            offset, deadline = start, time.monotonic() + FOLLOW_LIMIT_SECONDS
+            while time.monotonic() < deadline:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+                offset += len(data)
+                if data:
+                    yield data
+                elif store.get_training_job(name).status.terminal:
+                    return
+                else:
+                    time.sleep(FOLLOW_POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
+
+    @api.get(
+        "/tuning-jobs/{name}/report",
+        response_model=schemas.TuningJobReport,
+        tags=["reports"],
+        responses={200: {"content": {"text/html": {}}}},
+    )
+    def report(name: TuningName, format: Format = "json") -> Any:
+        """Best-so-far curves and the table of training jobs, as JSON or a self-contained page."""
+        data = report_data(store.get_tuning_job(name), store.list_training_jobs(name))
+        return HTMLResponse(report_html([data])) if format == "html" else data
+
+    @api.get(
+        "/reports/compare",
+        response_model=schemas.Comparison,
+        tags=["reports"],
+        responses={200: {"content": {"text/html": {}}}},
+    )
+    def compare(
+        names: Annotated[list[str], Query(min_length=1, max_length=20)],
+        format: Format = "json",
+    ) -> Any:
+        """Several tuning jobs side by side (``?names=a&names=b``)."""
+        for n in names:
+            if not re.fullmatch(TUNING_NAME, n):
+                raise HTTPException(400, f"names must match {TUNING_NAME}, got {n!r}")
+        reports = [report_data(store.get_tuning_job(n), store.list_training_jobs(n)) for n in names]
+        return HTMLResponse(report_html(reports)) if format == "html" else {"reports": reports}
+
+    app.include_router(api)
+    return app

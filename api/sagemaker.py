@@ -1,0 +1,143 @@
+"""SageMaker's ``CreateHyperParameterTuningJob`` request shape, turned into our definition.
+
+The parts that apply are read: ``HyperParameterTuningJobConfig`` (``Strategy``,
+``HyperParameterTuningJobObjective``, ``ResourceLimits``, ``ParameterRanges``, ``RandomSeed``,
+``TuningJobCompletionCriteria``) and ``TrainingJobDefinition`` (``AlgorithmSpecification``
+with ``TrainingImage`` or ``ContainerEntrypoint``/``ContainerArguments``, and
+``MetricDefinitions``; ``StaticHyperParameters``; ``StoppingCondition.MaxRuntimeInSeconds``).
+SageMaker sends range bounds as strings; they are read as numbers. Anything else in the request
+(roles, VPC, S3 channels) is ignored. A missing or malformed part raises ``ValidationError``
+naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tuner.errors import ValidationError
+
+SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
+
+
+def is_sagemaker_request(body: Mapping[str, Any]) -> bool:
+    return "HyperParameterTuningJobConfig" in body or "TrainingJobDefinition" in body
+
+
+def _get(data: Any, path: str) -> Any:
+    """The value at a dotted path of the request, or a ValidationError naming the path."""
+    node = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ValidationError(f"{path} is required in a SageMaker tuning job request")
+        node = node[part]
+    return node
+
+
+def _number(value: Any, where: str, kind: type = float) -> Any:
+    try:
+        number = float(value)
+        return int(number) if kind is int and number.is_integer() else kind(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{where} must be a number, got {value!r}") from None
+
+
+def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(ranges, Mapping):
+        raise ValidationError(f"ParameterRanges must be an object, got {ranges!r}")
+    out: dict[str, dict[str, Any]] = {}
+    kinds = (
+        ("ContinuousParameterRanges", "continuous", float),
+        ("IntegerParameterRanges", "integer", int),
+    )
+    for key, kind, cast in kinds:
+        items = ranges.get(key) or []
+        if not isinstance(items, list):
+            raise ValidationError(f"ParameterRanges.{key} must be a list, got {items!r:.100}")
+        for i, item in enumerate(items):
+            where = f"ParameterRanges.{key}[{i}]"
+            name = _get(item, "Name") if isinstance(item, Mapping) else None
+            if not isinstance(name, str):
+                raise ValidationError(f"{where}.Name must be a string, got {name!r}")
+            if not isinstance(item.get("ScalingType", "Auto"), str):
+                raise ValidationError(f"{where}.ScalingType must be a string")
+            out[name] = {
+                "type": kind,
+                "min_value": _number(_get(item, "MinValue"), f"{where}.MinValue", cast),
+                "max_value": _number(_get(item, "MaxValue"), f"{where}.MaxValue", cast),
+                "scaling_type": item.get("ScalingType", "Auto"),
+            }
+    categorical = ranges.get("CategoricalParameterRanges") or []
+    if not isinstance(categorical, list):
+        raise ValidationError(
+            f"ParameterRanges.CategoricalParameterRanges must be a list, got {categorical!r:.100}"
+        )
+    for i, item in enumerate(categorical):
+        where = f"ParameterRanges.CategoricalParameterRanges[{i}]"
+        name = _get(item, "Name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str):
+            raise ValidationError(f"{where}.Name must be a string, got {name!r}")
+        out[name] = {"type": "categorical", "values": _get(item, "Values")}
+    return out
+
+
+def _object(data: Any, path: str, required: bool = True) -> Mapping[str, Any]:
+    """The object at a dotted path ({} when optional and absent), or a ValidationError."""
+    try:
+        value = _get(data, path)
+    except ValidationError:
+        if required:
+            raise
+        return {}
+    if value is None and not required:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{path} must be an object, got {value!r:.100}")
+    return value
+
+
+def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Our tuning job definition (a mapping, not yet validated) for a SageMaker request."""
+    config = _object(body, "HyperParameterTuningJobConfig")
+    limits = _object(body, "HyperParameterTuningJobConfig.ResourceLimits")
+    objective = _object(body, "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective")
+    ranges = _object(body, "HyperParameterTuningJobConfig.ParameterRanges")
+    criteria = _object(body, "HyperParameterTuningJobConfig.TuningJobCompletionCriteria", False)
+    training = _object(body, "TrainingJobDefinition")
+    algorithm = _object(body, "TrainingJobDefinition.AlgorithmSpecification")
+    stopping = _object(body, "TrainingJobDefinition.StoppingCondition", False)
+    not_improving = _object(criteria, "BestObjectiveNotImproving", False)
+
+    job: dict[str, Any] = {"static_hyperparameters": training.get("StaticHyperParameters") or {}}
+    entrypoint = algorithm.get("ContainerEntrypoint")
+    if entrypoint:
+        if not isinstance(entrypoint, list):
+            raise ValidationError(f"ContainerEntrypoint must be a list, got {entrypoint!r:.100}")
+        arguments = algorithm.get("ContainerArguments") or []
+        if not isinstance(arguments, list):
+            raise ValidationError(f"ContainerArguments must be a list, got {arguments!r:.100}")
+        job["command"] = entrypoint + arguments
+    else:
+        job["image"] = _get(body, "TrainingJobDefinition.AlgorithmSpecification.TrainingImage")
+    if stopping.get("MaxRuntimeInSeconds") is not None:
+        job["max_runtime"] = stopping["MaxRuntimeInSeconds"]
+    definition: dict[str, Any] = {
+        "name": body.get("HyperParameterTuningJobName"),
+        "strategy": config.get("Strategy", "Bayesian"),
+        "objective_type": objective.get("Type"),
+        "objective_metric_name": objective.get("MetricName"),
+        "metric_definitions": algorithm.get("MetricDefinitions") or [],
+        "hyperparameter_ranges": _ranges(ranges),
+        "max_jobs": limits.get("MaxNumberOfTrainingJobs"),
+        "max_parallel_jobs": limits.get("MaxParallelTrainingJobs", 1),
+        "job_definition": job,
+    }
+    if "RandomSeed" in config:
+        definition["random_seed"] = config["RandomSeed"]
+    if "TargetObjectiveMetricValue" in criteria:
+        definition["target_objective_value"] = criteria["TargetObjectiveMetricValue"]
+    if not_improving.get("MaxNumberOfTrainingJobsNotImproving") is not None:
+        definition["max_jobs_without_improvement"] = not_improving[
+            "MaxNumberOfTrainingJobsNotImproving"
+        ]
+    return definition

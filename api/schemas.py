@@ -1,0 +1,94 @@
+"""Response bodies of the REST API (their JSON Schemas are the OpenAPI document's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Problem(BaseModel):
+    detail: Any
+
+
+class TuningJobSummary(BaseModel):
+    name: str
+    status: str
+    status_reason: str | None
+    strategy: str | None
+    created_at: float
+    ended_at: float | None
+
+
+class TuningJobPage(BaseModel):
+    items: list[TuningJobSummary]
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class TrainingJobOut(BaseModel):
+    name: str
+    tuning_job_name: str
+    number: int
+    status: str
+    objective_status: str
+    hyperparameters: dict[str, Any]
+    objective: float | None
+    failure_reason: str | None
+    exit_code: int | None
+    handle: str | None
+    workdir: str | None
+    gpus: str | None
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    duration: float | None
+
+
+class Objective(BaseModel):
+    metric: str | None
+    type: str
+
+
+class Limits(BaseModel):
+    max_jobs: int | None
+    max_parallel_jobs: int | None
+
+
+class TuningJobDescription(BaseModel):
+    name: str
+    status: str
+    status_reason: str | None
+    failure_reason: str | None
+    strategy: str | None
+    objective: Objective
+    limits: Limits
+    training_job_status_counters: dict[str, int]
+    objective_status_counters: dict[str, int]
+    best_training_job: TrainingJobOut | None
+    consumed_seconds: float
+    created_at: float
+    ended_at: float | None
+    owner: str | None
+    definition: dict[str, Any]
+
+
+class CurvePoint(BaseModel):
+    jobs: int
+    seconds: float
+    best: float
+
+
+class TuningJobReport(BaseModel):
+    tuning_job: TuningJobDescription
+    training_jobs: list[TrainingJobOut]
+    best_so_far: list[CurvePoint]
+
+
+class Comparison(BaseModel):
+    reports: list[TuningJobReport]

@@ -1,0 +1,39 @@
+"""The service's configuration, read from the environment (or given by ``tuner serve``)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+
+from tuner.storage import default_url
+
+MAX_BODY_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``token``: the bearer token every endpoint but /healthz requires.
+    ``allowed_programs``: when set, the only programs a job definition may run."""
+
+    token: str
+    database_url: str = field(default_factory=default_url)
+    runs_dir: str = "tuner-runs"
+    lease_seconds: float = 30.0
+    scan_interval: float = 1.0
+    allowed_programs: tuple[str, ...] = ()
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """TUNER_API_TOKEN (generated when unset), TUNER_DATABASE_URL, TUNER_RUNS_DIR,
+        TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS (separated by os.pathsep)."""
+        env = os.environ
+        allowed = tuple(p for p in env.get("TUNER_ALLOWED_PROGRAMS", "").split(os.pathsep) if p)
+        return cls(
+            token=env.get("TUNER_API_TOKEN") or secrets.token_urlsafe(24),
+            database_url=default_url(),
+            runs_dir=env.get("TUNER_RUNS_DIR", "tuner-runs"),
+            lease_seconds=float(env.get("TUNER_LEASE_SECONDS", "30")),
+            allowed_programs=allowed,
+        )

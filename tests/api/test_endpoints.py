@@ -1,0 +1,250 @@
+"""The REST API against a real uvicorn server on 127.0.0.1, with a real HTTP client."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.api.conftest import client, definition, wait_status
+from tests.conftest import FAKE_TRAIN
+from tuner import ContinuousParameter, HyperparameterTuner
+from tuner.errors import NotFoundError, ValidationError
+
+ENDPOINTS = [
+    ("GET", "/tuning-jobs"),
+    ("POST", "/tuning-jobs"),
+    ("GET", "/tuning-jobs/x"),
+    ("GET", "/tuning-jobs/x/training-jobs"),
+    ("POST", "/tuning-jobs/x/stop"),
+    ("GET", "/tuning-jobs/x/report"),
+    ("GET", "/reports/compare?names=x"),
+    ("GET", "/training-jobs/x-001"),
+    ("GET", "/training-jobs/x-001/logs"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+def test_every_endpoint_but_healthz_needs_the_token(server, method, path):
+    assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"}):
+        response = httpx.request(method, server.url + path, headers=headers, json={})
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_create_watch_and_inspect_a_tuning_job(http):
+    created = http.post("/tuning-jobs", json=definition())
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "api-job" and created.json()["status"] == "InProgress"
+    done = wait_status(http, "api-job", {"Completed"})
+    assert done["training_job_status_counters"]["Completed"] == 4
+    assert done["objective_status_counters"]["Succeeded"] == 4
+    assert done["consumed_seconds"] > 0
+    best = done["best_training_job"]
+
+    jobs = http.get("/tuning-jobs/api-job/training-jobs").json()
+    assert [j["number"] for j in jobs] == [1, 2, 3, 4]
+    assert best["objective"] == max(j["objective"] for j in jobs)
+    one = http.get(f"/training-jobs/{jobs[0]['name']}").json()
+    assert one["hyperparameters"] == jobs[0]["hyperparameters"]
+
+    log = http.get(f"/training-jobs/{jobs[0]['name']}/logs").text
+    assert "[Epoch 0]" in log and "[Epoch 1]" in log and "done" in log
+    tail = http.get(f"/training-jobs/{jobs[0]['name']}/logs", params={"tail": 1}).text
+    assert tail.strip() == "done"
+
+    report = http.get("/tuning-jobs/api-job/report").json()
+    assert len(report["training_jobs"]) == 4
+    assert report["best_so_far"][-1]["best"] == best["objective"]
+    page = http.get("/tuning-jobs/api-job/report", params={"format": "html"})
+    assert page.headers["content-type"].startswith("text/html") and "<svg" in page.text
+
+
+def test_logs_follow_streams_until_the_job_ends(http):
+    http.post("/tuning-jobs", json=definition("follow", sleep=2.0, max_jobs=1, max_parallel_jobs=1))
+    deadline = time.monotonic() + 30
+    while not http.get("/tuning-jobs/follow/training-jobs").json():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    began = time.monotonic()
+    with http.stream("GET", "/training-jobs/follow-001/logs", params={"follow": True}) as r:
+        text = "".join(r.iter_text())
+    assert "[Epoch 1]" in text and text.rstrip().endswith("done")
+    assert time.monotonic() - began > 0.5  # it waited for the job to write
+
+
+def test_list_filters_and_pages(http):
+    for i in range(3):
+        http.post("/tuning-jobs", json=definition(f"page-{i}", max_jobs=1, max_parallel_jobs=1))
+    for i in range(3):
+        wait_status(http, f"page-{i}", {"Completed"})
+    first = http.get("/tuning-jobs", params={"limit": 2}).json()
+    assert [j["name"] for j in first["items"]] == ["page-2", "page-1"]
+    assert first["next_offset"] == 2
+    rest = http.get("/tuning-jobs", params={"limit": 2, "offset": 2}).json()
+    assert [j["name"] for j in rest["items"]] == ["page-0"] and rest["next_offset"] is None
+    assert len(http.get("/tuning-jobs", params={"status": "Completed"}).json()["items"]) == 3
+    assert http.get("/tuning-jobs", params={"status": "Failed"}).json()["items"] == []
+    compare = http.get("/reports/compare", params={"names": ["page-0", "page-1"]}).json()
+    assert [r["tuning_job"]["name"] for r in compare["reports"]] == ["page-0", "page-1"]
+
+
+def test_stop_over_http(http):
+    http.post("/tuning-jobs", json=definition("stop-me", sleep=60))
+    deadline = time.monotonic() + 30
+    while len(http.get("/tuning-jobs/stop-me/training-jobs").json()) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert http.post("/tuning-jobs/stop-me/stop").json()["status"] == "Stopping"
+    done = wait_status(http, "stop-me", {"Stopped"}, timeout=30)
+    assert done["training_job_status_counters"]["Stopped"] == 2
+
+
+def test_a_sagemaker_request_runs(http):
+    request = {
+        "HyperParameterTuningJobName": "from-sagemaker",
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "RandomSeed": 3,
+            "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "accuracy"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": 3, "MaxParallelTrainingJobs": 1},
+            "ParameterRanges": {
+                "ContinuousParameterRanges": [
+                    {"Name": "x", "MinValue": "0.1", "MaxValue": "0.9", "ScalingType": "Linear"}
+                ],
+                "IntegerParameterRanges": [{"Name": "epochs", "MinValue": "1", "MaxValue": "3"}],
+                "CategoricalParameterRanges": [{"Name": "opt", "Values": ["sgd", "adam"]}],
+            },
+        },
+        "TrainingJobDefinition": {
+            "AlgorithmSpecification": {
+                "TrainingImage": "ignored-when-an-entrypoint-is-given",
+                "ContainerEntrypoint": [sys.executable, str(FAKE_TRAIN)],
+                "MetricDefinitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9\\.]+)"}],
+                "TrainingInputMode": "File",
+            },
+            "StaticHyperParameters": {"y": "0.6"},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+            "RoleArn": "arn:aws:iam::123456789012:role/ignored",
+        },
+    }
+    assert http.post("/tuning-jobs", json=request).status_code == 201
+    done = wait_status(http, "from-sagemaker", {"Completed"})
+    d = done["definition"]
+    assert d["hyperparameter_ranges"]["x"] == {
+        "type": "continuous",
+        "min_value": 0.1,
+        "max_value": 0.9,
+        "scaling_type": "Linear",
+    }
+    assert d["hyperparameter_ranges"]["epochs"]["type"] == "integer"
+    assert d["job_definition"]["max_runtime"] == 600
+    jobs = http.get("/tuning-jobs/from-sagemaker/training-jobs").json()
+    assert len(jobs) == 3 and all(j["status"] == "Completed" for j in jobs)
+    assert all(j["hyperparameters"]["opt"] in ("sgd", "adam") for j in jobs)
+
+
+BAD = [
+    (definition(max_jobs=0), 400, "max_jobs: Input should be greater than or equal to 1, got 0"),
+    (definition(max_jobs=2, max_parallel_jobs=3), 400, "max_parallel_jobs <= max_jobs"),
+    (definition(objective_metric_name="loss"), 400, "objective_metric_name must be one of"),
+    (definition(name="../../etc"), 400, "name: String should match pattern"),
+    (definition(strategy="Evolution"), 400, "strategy must be one of"),
+    (
+        {**definition(), "job_definition": {"command": ["/bin/sh", "-c", "id"]}},
+        400,
+        "command[0] must be one of the programs this service allows",
+    ),
+    (
+        {"HyperParameterTuningJobConfig": {}},
+        400,
+        "HyperParameterTuningJobConfig.ResourceLimits is required",
+    ),
+    ({}, 400, "job_definition: required, missing"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "message"), BAD, ids=[m[:30] for *_, m in BAD])
+def test_bad_definitions_get_a_4xx_that_names_the_rule(http, body, status, message):
+    response = http.post("/tuning-jobs", json=body)
+    assert response.status_code == status, response.text
+    assert message in response.json()["detail"]
+
+
+def test_other_client_mistakes(http, server):
+    assert http.get("/tuning-jobs/nope").status_code == 404
+    assert "no tuning job named 'nope'" in http.get("/tuning-jobs/nope").json()["detail"]
+    assert http.get("/training-jobs/nope-001/logs").status_code == 404
+    assert http.get("/tuning-jobs/..%2F..%2Fetc").status_code in (404, 422)
+    assert http.get("/tuning-jobs/a.b").status_code == 422
+    assert http.get("/tuning-jobs", params={"limit": 0}).status_code == 422
+    assert http.get("/tuning-jobs", params={"status": "Sleeping"}).status_code == 422
+    bad_json = http.post(
+        "/tuning-jobs", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert bad_json.status_code == 422
+    big = http.post(
+        "/tuning-jobs",
+        content=b"{" + b" " * (2 << 20) + b"}",
+        headers={"content-type": "application/json"},
+    )
+    assert big.status_code == 413 and "limited to" in big.json()["detail"]
+    assert http.get("/reports/compare", params={"names": "a.b"}).status_code == 400
+    # nothing that was recorded is lost by bad requests
+    assert http.get("/healthz").status_code == 200
+
+
+def test_python_api_against_the_service(server):
+    tuner = HyperparameterTuner(
+        {"command": [sys.executable, str(FAKE_TRAIN)]},
+        "accuracy",
+        {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_jobs=3,
+        max_parallel_jobs=1,
+        random_seed=1,
+        name="py-client",
+        service_url=server.url,
+        service_token="test-token-0123456789",
+    )
+    tuner.fit()
+    assert tuner.describe()["status"] == "Completed"
+    assert tuner.best_training_job().objective == max(j.objective for j in tuner.training_jobs())
+    assert len(tuner.analytics().dataframe()) == 3
+    again = HyperparameterTuner.attach(
+        "py-client", service_url=server.url, service_token="test-token-0123456789"
+    )
+    assert again.describe()["best_training_job"] == tuner.describe()["best_training_job"]
+    with pytest.raises(NotFoundError):
+        HyperparameterTuner.attach(
+            "ghost", service_url=server.url, service_token="test-token-0123456789"
+        )
+    with pytest.raises(ValidationError, match="max_parallel_jobs <= max_jobs"):
+        bad = HyperparameterTuner.attach(
+            "py-client", service_url=server.url, service_token="test-token-0123456789"
+        )
+        bad.definition = bad.definition.model_copy(update={"max_parallel_jobs": 9, "name": "x9"})
+        bad.client.create({**bad.definition.to_json()})
+
+
+def test_concurrent_clients(server):
+    errors = []
+
+    def hammer():
+        with client(server) as c:
+            for _ in range(20):
+                r = c.get("/tuning-jobs")
+                if r.status_code != 200:
+                    errors.append(r.status_code)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

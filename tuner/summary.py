@@ -1,0 +1,80 @@
+"""One description of a tuning job, shared by the Python API, the CLI and the REST API.
+
+``describe`` and ``training_job_dict`` return plain JSON-able dicts; ``training_job_from_dict``
+turns the latter back into a ``TrainingJob`` (how a client of the REST API gets records).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from tuner.records import (
+    ObjectiveStatus,
+    TrainingJob,
+    TrainingStatus,
+    TuningJob,
+    TuningStatus,
+)
+
+
+def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:
+    """The job with the best succeeded objective (the earliest on ties), or None."""
+    done = [
+        j
+        for j in jobs
+        if j.objective_status is ObjectiveStatus.SUCCEEDED and j.objective is not None
+    ]
+    if not done:
+        return None
+    sign = 1.0 if maximize else -1.0
+    return max(done, key=lambda j: (sign * (j.objective or 0.0), -j.number))
+
+
+def training_job_dict(job: TrainingJob) -> dict[str, Any]:
+    data = asdict(job)
+    data["status"] = job.status.value
+    data["objective_status"] = job.objective_status.value
+    data["duration"] = job.duration
+    return data
+
+
+def training_job_from_dict(data: dict[str, Any]) -> TrainingJob:
+    fields = {k: v for k, v in data.items() if k != "duration"}
+    fields["status"] = TrainingStatus(fields["status"])
+    fields["objective_status"] = ObjectiveStatus(fields["objective_status"])
+    return TrainingJob(**fields)
+
+
+def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
+    """Status and reason, limits, counters of job and objective states, best job, time used."""
+    definition = record.definition
+    maximize = definition.get("objective_type", "Maximize") == "Maximize"
+    best = best_of(jobs, maximize)
+    return {
+        "name": record.name,
+        "status": record.status.value,
+        "status_reason": record.status_reason,
+        "failure_reason": record.status_reason if record.status is TuningStatus.FAILED else None,
+        "strategy": definition.get("strategy"),
+        "objective": {
+            "metric": definition.get("objective_metric_name"),
+            "type": definition.get("objective_type", "Maximize"),
+        },
+        "limits": {
+            "max_jobs": definition.get("max_jobs"),
+            "max_parallel_jobs": definition.get("max_parallel_jobs"),
+        },
+        "training_job_status_counters": {
+            s.value: sum(j.status is s for j in jobs) for s in TrainingStatus
+        },
+        "objective_status_counters": {
+            s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
+        },
+        "best_training_job": training_job_dict(best) if best else None,
+        "consumed_seconds": sum(j.duration or 0.0 for j in jobs),
+        "created_at": record.created_at,
+        "ended_at": record.ended_at,
+        "owner": record.owner,
+        "definition": definition,
+    }
