@@ -116,3 +116,17 @@ def test_a_scheduler_that_lost_its_lease_leaves_the_jobs_alone(tmp_path, sqlite_
     record = Scheduler(d, "resume", store, owner="b").run()
     assert record.status is TuningStatus.COMPLETED
     assert set(runs_per_job(store).values()) == {1}
+
+
+def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(tmp_path, sqlite_url):
+    from tuner.launchers import LocalLauncher
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=1.0, max_jobs=1, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json())
+    job = store.create_training_job("resume", 1, {"x": 0.5})
+    dead_tuner = Scheduler(d, "resume", store)
+    LocalLauncher().start(dead_tuner._spec(job))  # started; then the tuner "died"
+    Scheduler(d, "resume", store).run()
+    assert store.get_training_job(job.name).status is TrainingStatus.COMPLETED
+    assert set(runs_per_job(store).values()) == {1}

@@ -216,11 +216,15 @@ class Scheduler:
             raise _Detached
         if self.owner is None:
             return
-        now = time.monotonic()
-        if now - self._last_renewal >= self.lease_seconds / 3:
-            if not self.store.renew_lease(self.name, self.owner, self.lease_seconds):
-                raise LeaseLost(f"another process took over tuning job {self.name}")
-            self._last_renewal = now
+        if time.monotonic() - self._last_renewal >= self.lease_seconds / 3:
+            self._renew_lease()
+
+    def _renew_lease(self) -> None:
+        if self.owner is None:
+            return
+        if not self.store.renew_lease(self.name, self.owner, self.lease_seconds):
+            raise LeaseLost(f"another process took over tuning job {self.name}")
+        self._last_renewal = time.monotonic()
 
     def _stop_requested(self) -> bool:
         if self.stop_event.is_set():
@@ -244,6 +248,7 @@ class Scheduler:
             free = min(free, slots)
         if free <= 0:
             return False
+        self._renew_lease()  # right before launching: never two launchers for one tuning job
         configs = [self.reruns.pop(0) for _ in range(min(free, len(self.reruns)))]
         if len(configs) < free and not self.strategy.exhausted:
             configs += self.strategy.ask(free - len(configs))
@@ -380,7 +385,13 @@ class Scheduler:
                 self._record_end(job, job.hyperparameters)
         for job in not_started:
             self.strategy.mark_pending(job.hyperparameters)
-            self._start(job)
+            handle = self.launcher.recover(self._spec(job))
+            if handle is not None:  # started, but the start was never recorded
+                self._reattach(
+                    self.store.mark_started(job.name, handle, str(self._spec(job).workdir))
+                )
+            else:
+                self._start(job)
 
     def _reattach(self, job: TrainingJob) -> None:
         if job.handle and self.launcher.adopt(job.handle, self._spec(job), job.gpus):

@@ -208,3 +208,10 @@ def test_stop_works_on_an_adopted_job(make, tmp_path):
 
 def test_adopting_a_garbled_handle_fails_cleanly(make, tmp_path):
     assert not make().adopt("nonsense", spec(tmp_path, "pass"))
+
+
+def test_recover_finds_a_job_whose_start_was_not_recorded(make, tmp_path):
+    job = spec(tmp_path, "print('hi')")
+    assert make().recover(job) is None
+    h = make().start(job)
+    assert make().recover(job) == h

@@ -12,6 +12,8 @@ Contract every launcher keeps (tests/launchers/test_contract.py runs it on each)
 - ``stop(handle)`` asks the job to end (SIGTERM or the equivalent) and forces it
   (SIGKILL) once ``grace_period`` has passed; it returns at once, ``poll`` reports the end.
 - ``free_slots(gpus_per_job)`` tells how many more jobs of that size fit now (None: no limit).
+- ``recover(spec)`` finds the handle of a job started for ``spec`` whose start was never
+  recorded (the tuner died right after starting it), so that it is adopted, not run twice.
 - ``adopt(handle, spec, gpus)`` takes over a job started by another launcher object of the
   same kind (before a restart of the tuner) and returns True when it could; from then on
   ``poll``, ``read_logs`` (from the start of the log) and ``stop`` work on it. Its exit code may
@@ -70,6 +72,11 @@ class Launcher(ABC):
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
         """Re-attach to a job started before a restart; False when this launcher cannot."""
         return False
+
+    def recover(self, spec: LaunchSpec) -> str | None:
+        """The handle of a job that was started for ``spec`` but whose start the tuner may not
+        have recorded (it died in between), or None when none was started."""
+        return None
 
     def close(self) -> None:
         """Release what the launcher holds; running jobs are not touched."""

@@ -5,7 +5,9 @@ stdout and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: 
 ``gpus`` offers ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them
 through ``CUDA_VISIBLE_DEVICES``. Stopping signals the whole process group: SIGTERM, then SIGKILL
 after ``grace_period`` seconds; when the job's main process ends, whatever it left behind in its
-group is killed too. The folder of the tuner's own Python interpreter comes first on the job's
+group is killed too. The job's handle is written to ``<workdir>/handle`` as soon as it has
+started, so a tuner that dies before recording the start can be resumed without running the job
+twice (``recover``). The folder of the tuner's own Python interpreter comes first on the job's
 PATH, so ``python`` in a command is the tuner's virtualenv, as if it were activated.
 """
 
@@ -26,6 +28,7 @@ from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
 
 LOG_FILE = "log.txt"
+HANDLE_FILE = "handle"
 READ_CHUNK = 1 << 20
 
 
@@ -43,6 +46,12 @@ class _LocalJob:
     timed_out: bool = False
     stopped: bool = False
     finished: bool = False
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def _start_ticks(pid: int) -> int:
@@ -151,6 +160,7 @@ class LocalLauncher(Launcher):
             self._release(gpus)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
+        _write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _LocalJob(
             spec, process, process.pid, _start_ticks(process.pid), log, time.monotonic(), gpus
         )
@@ -177,6 +187,13 @@ class LocalLauncher(Launcher):
         job.gpus = taken
         self._jobs[handle] = job
         return True
+
+    def recover(self, spec: LaunchSpec) -> str | None:
+        """The handle written into the job's folder when it was started, if any."""
+        try:
+            return (spec.workdir / HANDLE_FILE).read_text().strip() or None
+        except OSError:
+            return None
 
     def _job(self, handle: str) -> _LocalJob:
         try:

@@ -1,0 +1,82 @@
+"""Killing the service mid-run loses nothing; two services on one database never share a job."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from tests.api.conftest import Server, client, definition, wait_status
+from tests.test_scheduler import max_overlap
+from tuner.storage import Store
+
+
+def check_ran_once_within_limits(store: Store, name: str, max_jobs: int, parallel: int) -> None:
+    jobs = store.list_training_jobs(name)
+    assert len(jobs) == max_jobs
+    assert all(j.status.value == "Completed" for j in jobs), [j.failure_reason for j in jobs]
+    spans = []
+    for job in jobs:
+        out = Path(job.workdir) / "output"
+        assert len((out / "runs.txt").read_text().split()) == 1, f"{job.name} ran twice"
+        times = json.loads((out / "times.json").read_text())
+        spans.append((times["start"], times["end"]))
+        assert [p.seq for p in store.metric_points(job.name)] == [0, 1, 2]
+    assert max_overlap(spans) <= parallel
+
+
+def test_sigkill_mid_run_then_restart_continues_the_tuning_job(tmp_path, sqlite_url):
+    server = Server(sqlite_url, tmp_path / "runs", lease_seconds=2.0).start()
+    store = Store(sqlite_url)
+    try:
+        with client(server) as http:
+            body = definition("durable", sleep=1.5, max_jobs=6, max_parallel_jobs=2)
+            body["job_definition"]["static_hyperparameters"]["epochs"] = 3
+            assert http.post("/tuning-jobs", json=body).status_code == 201
+            deadline = time.monotonic() + 60
+            while True:  # mid-run: some jobs done, two running
+                counts = http.get("/tuning-jobs/durable").json()["training_job_status_counters"]
+                if counts["Completed"] >= 2 and counts["InProgress"] == 2:
+                    break
+                assert time.monotonic() < deadline, counts
+                time.sleep(0.1)
+        server.kill()
+        before = {j.name: j for j in store.list_training_jobs("durable")}
+        running = [j for j in before.values() if j.status.value == "InProgress"]
+        assert len(running) == 2
+
+        server.start()  # same port, same database, same runs folder
+        with client(server) as http:
+            done = wait_status(http, "durable", {"Completed", "Failed"}, timeout=90)
+        assert done["status"] == "Completed", done["status_reason"]
+        check_ran_once_within_limits(store, "durable", max_jobs=6, parallel=2)
+        for job in running:  # re-attached, not re-run
+            assert store.get_training_job(job.name).status.value == "Completed"
+    finally:
+        server.stop()
+
+
+def test_two_services_on_one_postgresql_never_run_a_job_twice(tmp_path, postgres_url):
+    runs = tmp_path / "runs"
+    first = Server(postgres_url, runs, lease_seconds=2.0).start()
+    second = Server(postgres_url, runs, lease_seconds=2.0).start()
+    store = Store(postgres_url)
+    try:
+        with client(first) as a, client(second) as b:
+            for i, http in enumerate((a, b, a)):
+                body = definition(f"shared-{i}", sleep=1.0, max_jobs=4, max_parallel_jobs=2)
+                body["job_definition"]["static_hyperparameters"]["epochs"] = 3
+                assert http.post("/tuning-jobs", json=body).status_code == 201
+            deadline = time.monotonic() + 60
+            while store.count_training_jobs("shared-0") < 3:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            first.kill()  # the second service takes over shared-0 and shared-2
+            for i in range(3):
+                done = wait_status(b, f"shared-{i}", {"Completed", "Failed"}, timeout=120)
+                assert done["status"] == "Completed", done["status_reason"]
+        for i in range(3):
+            check_ran_once_within_limits(store, f"shared-{i}", max_jobs=4, parallel=2)
+    finally:
+        first.stop()
+        second.stop()
