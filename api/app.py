@@ -244,9 +244,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @api.get(
         "/training-jobs/{name}/logs",
-        response_class=PlainTextResponse,
+        response_model=None,
         tags=["training jobs"],
-        responses={200: {"content": {"text/plain": {}}}},
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
     def training_job_logs(
         name: TrainingName,
