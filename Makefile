@@ -26,6 +26,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/scheduler_overhead.py
 	$(PY) bench/ask_latency.py
+	$(PY) bench/api_load.py
 
 clean:
 	rm -rf $(VENV) tuner-runs .pytest_cache .mypy_cache .ruff_cache
