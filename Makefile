@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 main: $(STAMP)
-	$(VENV)/bin/tuner run examples/digits_sgd.yaml
+	$(VENV)/bin/tuner compare examples/quickstart.yaml
 
 test: $(STAMP)
 	$(VENV)/bin/pytest -q

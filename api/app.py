@@ -23,12 +23,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Str
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api import schemas
-from api.report import report_data, report_html
 from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
 from tuner.records import TuningStatus
+from tuner.reports import build, render_html
 from tuner.service import TuningService
 from tuner.storage import Store
 from tuner.summary import describe, training_job_dict
@@ -283,31 +283,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @api.get(
         "/tuning-jobs/{name}/report",
-        response_model=schemas.TuningJobReport,
+        response_model=schemas.Report,
         tags=["reports"],
-        responses={200: {"content": {"text/html": {}}}},
+        responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
     )
     def report(name: TuningName, format: Format = "json") -> Any:
-        """Best-so-far curves and the table of training jobs, as JSON or a self-contained page."""
-        data = report_data(store.get_tuning_job(name), store.list_training_jobs(name))
-        return HTMLResponse(report_html([data])) if format == "html" else data
+        """The tuning job's report (best-so-far curves, tables, objective against each
+        hyperparameter) as JSON or a self-contained HTML page."""
+        data = build(store, [name])
+        return HTMLResponse(render_html(data, f"Tuning job {name}")) if format == "html" else data
 
     @api.get(
         "/reports/compare",
-        response_model=schemas.Comparison,
+        response_model=schemas.Report,
         tags=["reports"],
-        responses={200: {"content": {"text/html": {}}}},
+        responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
     )
     def compare(
         names: Annotated[list[str], Query(min_length=1, max_length=20)],
         format: Format = "json",
     ) -> Any:
-        """Several tuning jobs side by side (``?names=a&names=b``)."""
+        """Several tuning jobs side by side (``?names=a&names=b``), grouped into arms by their
+        ``arm`` tag; they must share one objective."""
         for n in names:
             if not re.fullmatch(TUNING_NAME, n):
                 raise HTTPException(400, f"names must match {TUNING_NAME}, got {n!r}")
-        reports = [report_data(store.get_tuning_job(n), store.list_training_jobs(n)) for n in names]
-        return HTMLResponse(report_html(reports)) if format == "html" else {"reports": reports}
+        data = build(store, names)
+        return HTMLResponse(render_html(data, "Comparison")) if format == "html" else data
 
     app.include_router(api)
     return app

@@ -78,17 +78,15 @@ class TuningJobDescription(BaseModel):
     definition: dict[str, Any]
 
 
-class CurvePoint(BaseModel):
-    jobs: int
-    seconds: float
-    best: float
+class Report(BaseModel):
+    """The comparison report's data (see ``tuner.reports.data``)."""
 
-
-class TuningJobReport(BaseModel):
-    tuning_job: TuningJobDescription
-    training_jobs: list[TrainingJobOut]
-    best_so_far: list[CurvePoint]
-
-
-class Comparison(BaseModel):
-    reports: list[TuningJobReport]
+    generated_at: float
+    objective: Objective
+    hyperparameter_ranges: dict[str, dict[str, Any]]
+    arms: list[dict[str, Any]]
+    curves: dict[str, list[list[dict[str, Any]]]]
+    reach: dict[str, dict[str, dict[str, Any]]]
+    top: list[dict[str, Any]]
+    points: list[dict[str, Any]]
+    training_jobs: list[dict[str, Any]]

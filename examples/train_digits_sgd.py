@@ -1,32 +1,39 @@
-"""A small real training job: a linear classifier trained by SGD on scikit-learn's digits.
+"""A small real training job: a neural network trained by SGD with momentum on the digits.
 
-It follows the training-job contract: hyperparameters arrive as ``--name value`` arguments and
-metrics are printed in the classic log format, one line per epoch:
+scikit-learn's digits (1,797 8x8 images, bundled, offline) are split 70/30 into training and
+validation sets; a one-hidden-layer network (``--hidden`` units) is trained by SGD with
+``--learning_rate``, ``--momentum`` and weight decay ``--wd`` (L2), for ``--epochs`` epochs in
+minibatches of ``--batch_size``. It follows the training-job contract (``--name value``
+arguments in, metric lines out), one line per epoch in the classic format:
 
     [Epoch 3] training: loss=0.4120 accuracy=0.8851
     [Epoch 3] validation: loss=0.4630 accuracy=0.8667
 
-Runs in well under a second on one CPU core; offline (the digits ship with scikit-learn).
+A loss that becomes NaN or infinite ends the job with exit code 1. About a second on one core.
 """
 
 import argparse
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 from sklearn.datasets import load_digits
-from sklearn.linear_model import SGDClassifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
+from sklearn.neural_network import MLPClassifier
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learning_rate", type=float, default=0.01)
+    parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--wd", type=float, default=1e-4, help="L2 penalty (weight decay)")
-    parser.add_argument("--momentum", type=float, default=0.0, help="averaging of the weights")
     parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -35,29 +42,38 @@ def main() -> int:
     x_train, x_val, y_train, y_val = train_test_split(
         x, y, test_size=0.3, random_state=args.seed, stratify=y
     )
-    model = SGDClassifier(
-        loss="log_loss",
-        learning_rate="constant",
-        eta0=args.learning_rate,
+    model = MLPClassifier(
+        hidden_layer_sizes=(args.hidden,),
+        solver="sgd",
+        learning_rate_init=args.learning_rate,
+        momentum=args.momentum,
+        nesterovs_momentum=False,
         alpha=args.wd,
-        # "momentum" here is Polyak averaging of the iterates, the closest knob SGDClassifier has.
-        average=max(1, int(args.momentum * 100)) if args.momentum > 0 else False,
+        batch_size=args.batch_size,
         random_state=args.seed,
     )
     classes = np.unique(y)
     for epoch in range(args.epochs):
-        model.partial_fit(x_train, y_train, classes=classes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)  # overflow shows as a NaN loss
+            model.partial_fit(x_train, y_train, classes=classes)
         for split, xs, ys in (("training", x_train, y_train), ("validation", x_val, y_val)):
-            proba = model.predict_proba(xs)
+            with np.errstate(all="ignore"):
+                proba = model.predict_proba(xs)
+            if not np.all(np.isfinite(proba)):
+                print(f"[Epoch {epoch}] {split}: loss=nan", flush=True)
+                print("loss is nan: stopping", file=sys.stderr)
+                return 1
             loss = log_loss(ys, proba, labels=classes)
-            accuracy = float(np.mean(model.predict(xs) == ys))
+            accuracy = float(np.mean(classes[proba.argmax(axis=1)] == ys))
             print(f"[Epoch {epoch}] {split}: loss={loss:.4f} accuracy={accuracy:.4f}", flush=True)
             if not math.isfinite(loss):
                 print(f"loss is {loss}: stopping", file=sys.stderr)
                 return 1
     out = os.environ.get("TUNER_OUTPUT_DIR")
     if out:
-        with open(os.path.join(out, "final.txt"), "w") as f:
+        with open(os.path.join(out, "metrics.txt"), "w") as f:
             f.write(f"validation-accuracy {accuracy}\n")
     return 0
 

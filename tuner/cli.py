@@ -17,10 +17,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
 from tuner.errors import TunerError
 from tuner.metrics import final_objective, parse_log
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
+from tuner.reports import arm_table, build, write_report
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
@@ -88,6 +90,49 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         lines.append(f"  top {len(shown)}:")
         lines.append(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
     return "\n".join(lines)
+
+
+def _print_report(store: Store, names: list[str], folder: str, title: str) -> None:
+    data = build(store, names)
+    paths = write_report(data, folder, title)
+    head, rows = arm_table(data)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    for row in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    print(f"report: {paths['html'].resolve()}")
+    print(f"        {paths['markdown'].resolve()} (with {paths['json'].name}, {paths['csv'].name})")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    spec = ComparisonSpec.load(args.spec)
+    runs = len(spec.arms) * len(spec.seeds)
+    total = sum(a.max_jobs for a in spec.arms) * len(spec.seeds)
+    print(
+        f"comparison {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} seeds = {runs} "
+        f"tuning jobs, at most {total} training jobs",
+        file=sys.stderr,
+    )
+    bar = tqdm(total=total, unit="job", disable=args.no_progress, file=sys.stderr)
+
+    def on_event(kind: str, job: TrainingJob) -> None:
+        if kind == "ended":
+            bar.update(1)
+            bar.set_postfix_str(job.tuning_job_name)
+
+    try:
+        names = run_comparison(spec, storage=args.storage, on_event=on_event)
+    finally:
+        bar.close()
+    folder = args.report_dir or spec.report_dir or f"tuner-runs/reports/{spec.name}"
+    _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    folder = args.out or f"tuner-runs/reports/{args.names[0]}"
+    _print_report(Store(args.storage), args.names, folder, args.title or "Tuning report")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -233,6 +278,20 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--lease-seconds", type=float, help="tuning-job lease (default 30)")
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(func=cmd_serve)
+
+    compare = sub.add_parser(
+        "compare", help="run a strategy comparison (arms x seeds) and write its report"
+    )
+    compare.add_argument("spec", help="comparison spec (YAML)")
+    compare.add_argument("--report-dir", help="where the report goes")
+    compare.add_argument("--no-progress", action="store_true")
+    compare.set_defaults(func=cmd_compare)
+
+    rep = sub.add_parser("report", help="compare tuning jobs that exist (HTML, Markdown, JSON)")
+    rep.add_argument("names", nargs="+", help="tuning job names")
+    rep.add_argument("--out", help="folder of the report (default tuner-runs/reports/NAME)")
+    rep.add_argument("--title")
+    rep.set_defaults(func=cmd_report)
 
     check = sub.add_parser(
         "check-metrics", help="show what the metric definitions extract from a sample log"

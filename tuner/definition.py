@@ -114,6 +114,7 @@ class TuningJobDefinition(_Strict):
     random_seed: int | None = None
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = Field(None, ge=1)
+    tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("hyperparameter_ranges")
     @classmethod

@@ -32,7 +32,7 @@ class BayesianStrategy(Strategy):
         space: SearchSpace,
         maximize: bool = True,
         seed: int | None = None,
-        n_initial_points: int = 10,
+        n_initial_points: int = 5,
         acq_func: str = "EI",
         lie: str = "cl_min",
     ) -> None:

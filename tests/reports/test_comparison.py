@@ -1,0 +1,201 @@
+"""``tuner compare`` and ``tuner report``: arms x seeds as ordinary tuning jobs, and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import fake_command
+from tuner import ValidationError
+from tuner.comparison import ComparisonSpec, run_comparison
+from tuner.reports import build
+from tuner.storage import Store
+
+
+def spec_data(tmp_path: Path, **overrides) -> dict:
+    data = {
+        "name": "cmp",
+        "seeds": [1, 2],
+        "arms": [
+            {"name": "random", "strategy": "Random", "max_jobs": 6, "max_parallel_jobs": 3},
+            {
+                "name": "bayes",
+                "strategy": "Bayesian",
+                "max_jobs": 4,
+                "max_parallel_jobs": 2,
+                "strategy_options": {"n_initial_points": 2},
+            },
+        ],
+        "objective_metric_name": "accuracy",
+        "metric_definitions": [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        "hyperparameter_ranges": {
+            "x": {
+                "type": "continuous",
+                "min_value": 0.01,
+                "max_value": 1.0,
+                "scaling_type": "Logarithmic",
+            },
+            "y": {"type": "continuous", "min_value": 0.0, "max_value": 1.0},
+        },
+        "job_definition": {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+    }
+    data.update(overrides)
+    return data
+
+
+def test_every_arm_and_seed_is_a_tagged_tuning_job(tmp_path, sqlite_url):
+    spec = ComparisonSpec.parse(spec_data(tmp_path))
+    names = run_comparison(spec, storage=sqlite_url)
+    assert names == ["cmp-random-s1", "cmp-random-s2", "cmp-bayes-s1", "cmp-bayes-s2"]
+    store = Store(sqlite_url)
+    for name in names:
+        record = store.get_tuning_job(name)
+        assert record.status.value == "Completed"
+        assert record.definition["tags"]["comparison"] == "cmp"
+    assert store.count_training_jobs("cmp-random-s1") == 6
+    assert store.count_training_jobs("cmp-bayes-s2") == 4
+    # a second run reuses what has ended
+    assert run_comparison(spec, storage=sqlite_url) == names
+    assert store.count_training_jobs("cmp-random-s1") == 6
+
+    data = build(store, names)
+    arms = {a["arm"]: a for a in data["arms"]}
+    assert set(arms) == {"random", "bayes"}
+    assert len(arms["random"]["best_per_run"]) == 2
+    assert arms["random"]["completed"] == 12 and arms["random"]["failed"] == 0
+    assert arms["random"]["compute_unit"] == "CPU-hours" and arms["random"]["compute_hours"] > 0
+    assert data["reach"]["random"]["bayes"]["runs"] == 2
+    assert data["top"][0]["objective"] == max(a["best_overall"] for a in arms.values())
+    curve = data["curves"]["random"][0]
+    assert [p["jobs"] for p in curve] == list(range(1, 7))
+    bests = [p["best"] for p in curve]
+    assert bests == sorted(bests)  # best so far never gets worse
+
+
+def test_reach_counts_the_jobs_until_another_arms_best(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    from tuner.records import TrainingStatus
+
+    for name, arm, values in (("a", "fast", [0.5, 0.9, 0.95]), ("b", "slow", [0.1, 0.2, 0.9])):
+        store.create_tuning_job(
+            name,
+            {
+                "objective_metric_name": "m",
+                "hyperparameter_ranges": {},
+                "tags": {"arm": arm},
+                "objective_type": "Maximize",
+            },
+        )
+        for i, v in enumerate(values, start=1):
+            job = store.create_training_job(name, i, {})
+            store.finish_training_job(job.name, TrainingStatus.COMPLETED, v)
+    data = build(store, ["a", "b"])
+    assert data["reach"]["fast"]["slow"]["jobs_median"] == 2  # 0.9 reached at job 2
+    assert data["reach"]["slow"]["fast"]["jobs_median"] is None  # never reached 0.95
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"arms": []}, "arms: List should have at least 1 item"),
+        (
+            {"arms": [{"name": "a", "strategy": "Random", "max_jobs": 2}] * 2},
+            "arm names must be unique, got 'a' twice",
+        ),
+        (
+            {"arms": [{"name": "a", "strategy": "Magic", "max_jobs": 2}]},
+            "arm 'a', seed 1: invalid tuning job definition:\n  strategy: strategy must be one of",
+        ),
+        (
+            {"arms": [{"name": "a", "strategy": "Random", "max_jobs": 2, "max_parallel_jobs": 4}]},
+            "max_parallel_jobs <= max_jobs must hold",
+        ),
+        ({"seeds": [1, 1]}, "seeds must be distinct"),
+        ({"name": "x" * 41}, "name: String should have at most 40 characters"),
+    ],
+)
+def test_bad_specs_name_the_rule(tmp_path, overrides, message):
+    with pytest.raises(ValidationError) as info:
+        ComparisonSpec.parse(spec_data(tmp_path, **overrides))
+    assert message in str(info.value)
+
+
+def test_cli_compare_then_report(tmp_path):
+    spec = tmp_path / "cmp.yaml"
+    spec.write_text(yaml.safe_dump(spec_data(tmp_path, seeds=[3])))
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuner",
+            "compare",
+            str(spec),
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "random    Random" in run.stdout and "bayes  Bayesian" in run.stdout
+    assert f"report: {tmp_path / 'report' / 'report.html'}" in run.stdout
+    folder = tmp_path / "report"
+    for name in (
+        "report.html",
+        "report.md",
+        "report.json",
+        "training_jobs.csv",
+        "best_by_jobs.png",
+        "best_by_time.png",
+        "objective_vs_hyperparameters.png",
+    ):
+        assert (folder / name).stat().st_size > 0, name
+    assert json.loads((folder / "report.json").read_text())["objective"]["metric"] == "accuracy"
+    csv = pd.read_csv(folder / "training_jobs.csv")
+    assert len(csv) == 10 and set(csv["arm"]) == {"random", "bayes"}
+    markdown = (folder / "report.md").read_text()
+    assert "| arm | strategy |" in markdown and "![best_by_jobs.png](best_by_jobs.png)" in markdown
+    html = (folder / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "http" not in html.replace(
+        "http-equiv", ""
+    )
+
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuner",
+            "report",
+            "cmp-random-s3",
+            "cmp-bayes-s3",
+            "--out",
+            str(tmp_path / "again"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "report.html").exists()
+    bad = subprocess.run(
+        [sys.executable, "-m", "tuner", "report", "ghost"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "no tuning job named 'ghost'" in bad.stderr

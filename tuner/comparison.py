@@ -1,0 +1,165 @@
+"""Strategy comparisons: one search space and objective, several arms, several seeds.
+
+A comparison spec (YAML) holds everything a tuning job definition holds except the strategy and
+its limits, plus ``arms`` (each a name, a strategy with its options, ``max_jobs`` and
+``max_parallel_jobs``) and ``seeds``. Every arm and seed is an ordinary tuning job named
+``<name>-<arm>-s<seed>``, tagged ``comparison``/``arm``/``seed``, run one after the other (so
+their times compare). Running a comparison again reuses the arms that have ended and resumes
+those that were interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain
+from tuner.errors import NotFoundError, ValidationError
+from tuner.scheduler import EventHandler, Scheduler
+from tuner.storage import Store
+from tuner.tuner import LEASE_SECONDS, HyperparameterTuner, process_owner
+
+SHARED_FIELDS = (
+    "objective_metric_name",
+    "objective_type",
+    "objective_aggregation",
+    "hyperparameter_ranges",
+    "metric_definitions",
+    "job_definition",
+    "max_failed_jobs",
+    "target_objective_value",
+    "max_jobs_without_improvement",
+)
+
+
+class Arm(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")
+    strategy: str
+    max_jobs: int = Field(ge=1)
+    max_parallel_jobs: int = Field(1, ge=1)
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ComparisonSpec(BaseModel):
+    """See the module docstring; the shared fields are those of ``TuningJobDefinition``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=40)
+    arms: list[Arm] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    report_dir: str | None = None
+    objective_metric_name: str
+    objective_type: str = "Maximize"
+    objective_aggregation: str = "Last"
+    hyperparameter_ranges: dict[str, dict[str, Any]]
+    metric_definitions: list[dict[str, Any]]
+    job_definition: dict[str, Any]
+    max_failed_jobs: int | None = None
+    target_objective_value: float | None = None
+    max_jobs_without_improvement: int | None = None
+
+    @field_validator("arms")
+    @classmethod
+    def _unique_arms(cls, arms: list[Arm]) -> list[Arm]:
+        names = [a.name for a in arms]
+        for n in names:
+            if names.count(n) > 1:
+                raise ValueError(f"arm names must be unique, got {n!r} twice")
+        return arms
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct, got {seeds}")
+        return seeds
+
+    @classmethod
+    def parse(cls, data: Any) -> ComparisonSpec:
+        if not isinstance(data, dict):
+            raise ValidationError(f"a comparison spec must be a mapping, got {data!r:.80}")
+        try:
+            spec = cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(
+                explain(exc).replace("tuning job definition", "comparison")
+            ) from None
+        spec.definitions()  # every arm must make a valid tuning job
+        return spec
+
+    @classmethod
+    def load(cls, path: str | Path) -> ComparisonSpec:
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise ValidationError(f"cannot read comparison spec {path}: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ValidationError(f"{path} is not valid YAML: {exc}") from None
+        return cls.parse(data)
+
+    def run_name(self, arm: str, seed: int) -> str:
+        return f"{self.name}-{arm}-s{seed}"
+
+    def definitions(self) -> list[TuningJobDefinition]:
+        """One validated tuning job definition per arm and seed, arms first."""
+        shared = {f: getattr(self, f) for f in SHARED_FIELDS}
+        out = []
+        for arm in self.arms:
+            for seed in self.seeds:
+                try:
+                    out.append(
+                        TuningJobDefinition.parse(
+                            {
+                                **shared,
+                                "name": self.run_name(arm.name, seed),
+                                "strategy": arm.strategy,
+                                "strategy_options": arm.strategy_options,
+                                "max_jobs": arm.max_jobs,
+                                "max_parallel_jobs": arm.max_parallel_jobs,
+                                "random_seed": seed,
+                                "tags": {
+                                    "comparison": self.name,
+                                    "arm": arm.name,
+                                    "seed": str(seed),
+                                },
+                            }
+                        )
+                    )
+                except ValidationError as exc:
+                    raise ValidationError(f"arm {arm.name!r}, seed {seed}: {exc}") from None
+        return out
+
+
+def run_comparison(
+    spec: ComparisonSpec, storage: str | None = None, on_event: EventHandler | None = None
+) -> list[str]:
+    """Run (or resume, or reuse) every arm and seed; returns the tuning job names."""
+    store = Store(storage)
+    names = []
+    for definition in spec.definitions():
+        name = definition.name or ""
+        names.append(name)
+        try:
+            record = store.get_tuning_job(name)
+        except NotFoundError:
+            HyperparameterTuner.from_definition(definition, storage=store.url).fit(
+                on_event=on_event
+            )
+            continue
+        if record.status.terminal:
+            continue
+        owner = process_owner()
+        if not store.claim_tuning_job(name, owner, LEASE_SECONDS):
+            raise ValidationError(f"tuning job {name} is being run by {record.owner}")
+        stored = TuningJobDefinition.parse(record.definition)
+        Scheduler(
+            stored, name, store, on_event=on_event, owner=owner, lease_seconds=LEASE_SECONDS
+        ).run()
+    return names

@@ -1,0 +1,185 @@
+"""The numbers of a comparison report, from tuning jobs in the store (plain, JSON-able).
+
+Tuning jobs are grouped into arms by their ``arm`` tag (a comparison's runs), otherwise each
+tuning job is an arm of its own. Per run, training jobs are counted in the order they ended;
+"best so far" after k jobs is the best objective of the first k jobs to end. Per arm: the
+median of its runs' best values, jobs and seconds until the run first reached its own best,
+compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
+stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
+configurations; and every completed job's objective against each hyperparameter.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.errors import ValidationError
+from tuner.records import TrainingJob, TrainingStatus, TuningJob
+from tuner.storage import Store
+from tuner.summary import training_job_dict
+
+
+@dataclass
+class Run:
+    record: TuningJob
+    jobs: list[TrainingJob]
+
+    @property
+    def arm(self) -> str:
+        return str(self.record.definition.get("tags", {}).get("arm") or self.record.name)
+
+    def ended(self) -> list[TrainingJob]:
+        return sorted((j for j in self.jobs if j.ended_at), key=lambda j: j.ended_at or 0.0)
+
+
+def _better(a: float, b: float | None, maximize: bool) -> bool:
+    return b is None or (a > b if maximize else a < b)
+
+
+def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
+    """After each ended job: how many ended, seconds since the run began, best value so far."""
+    best: float | None = None
+    curve = []
+    for k, job in enumerate(run.ended(), start=1):
+        value = job.objective if job.status is TrainingStatus.COMPLETED else None
+        if value is not None and _better(value, best, maximize):
+            best = value
+        curve.append(
+            {
+                "jobs": k,
+                "seconds": (job.ended_at or 0.0) - run.record.created_at,
+                "best": best,
+            }
+        )
+    return curve
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _reach(curve: list[dict[str, Any]], target: float, maximize: bool) -> int | None:
+    for point in curve:
+        b = point["best"]
+        if b is not None and (b >= target if maximize else b <= target):
+            return int(point["jobs"])
+    return None
+
+
+def build(store: Store, names: list[str]) -> dict[str, Any]:
+    """The report's data for these tuning jobs (they must share one objective)."""
+    runs = [Run(store.get_tuning_job(n), store.list_training_jobs(n)) for n in names]
+    first = runs[0].record.definition
+    metric, kind = first["objective_metric_name"], first.get("objective_type", "Maximize")
+    for run in runs[1:]:
+        d = run.record.definition
+        if (d["objective_metric_name"], d.get("objective_type", "Maximize")) != (metric, kind):
+            raise ValidationError(
+                f"a report compares tuning jobs with one objective: {runs[0].record.name} "
+                f"{kind} {metric}, {run.record.name} {d.get('objective_type')} "
+                f"{d['objective_metric_name']}"
+            )
+    maximize = kind == "Maximize"
+    arms: dict[str, list[Run]] = {}
+    for run in runs:
+        arms.setdefault(run.arm, []).append(run)
+
+    arm_rows: list[dict[str, Any]] = []
+    curves: dict[str, list[list[dict[str, Any]]]] = {}
+    for arm, members in arms.items():
+        curves[arm] = [best_so_far(r, maximize) for r in members]
+        bests, jobs_to_best, seconds_to_best, wall, compute = [], [], [], [], 0.0
+        for run, curve in zip(members, curves[arm], strict=True):
+            final = curve[-1]["best"] if curve else None
+            if final is not None:
+                bests.append(final)
+                first_hit = next(p for p in curve if p["best"] == final)
+                jobs_to_best.append(first_hit["jobs"])
+                seconds_to_best.append(first_hit["seconds"])
+            end = run.record.ended_at or max((j.ended_at or 0.0 for j in run.jobs), default=0.0)
+            wall.append(max(0.0, end - run.record.created_at))
+            gpus = run.record.definition.get("job_definition", {}).get("gpus_per_job", 0) or 0
+            compute += sum(j.duration or 0.0 for j in run.jobs) * max(1, gpus) / 3600
+        d = members[0].record.definition
+        uses_gpus = (d.get("job_definition", {}).get("gpus_per_job") or 0) > 0
+        arm_rows.append(
+            {
+                "arm": arm,
+                "strategy": d.get("strategy"),
+                "max_jobs": d.get("max_jobs"),
+                "max_parallel_jobs": d.get("max_parallel_jobs"),
+                "runs": [r.record.name for r in members],
+                "best_median": _median(bests),
+                "best_overall": (max(bests) if maximize else min(bests)) if bests else None,
+                "best_per_run": bests,
+                "jobs_to_best_median": _median(jobs_to_best),
+                "seconds_to_best_median": _median(seconds_to_best),
+                "wall_seconds_median": _median(wall),
+                "compute_hours": compute,
+                "compute_unit": "GPU-hours" if uses_gpus else "CPU-hours",
+                "completed": sum(
+                    j.status is TrainingStatus.COMPLETED for r in members for j in r.jobs
+                ),
+                "failed": sum(j.status is TrainingStatus.FAILED for r in members for j in r.jobs),
+                "stopped": sum(j.status is TrainingStatus.STOPPED for r in members for j in r.jobs),
+            }
+        )
+
+    reach: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in arm_rows:
+        reach[row["arm"]] = {}
+        for other in arm_rows:
+            target = other["best_median"]
+            if other is row or target is None:
+                continue
+            hits = [_reach(c, target, maximize) for c in curves[row["arm"]]]
+            reached = [h for h in hits if h is not None]
+            reach[row["arm"]][other["arm"]] = {
+                "target": target,
+                "jobs_median": _median([float(h) for h in reached]),
+                "runs_reaching": len(reached),
+                "runs": len(hits),
+            }
+
+    completed = [
+        (run, j)
+        for run in runs
+        for j in run.jobs
+        if j.status is TrainingStatus.COMPLETED and j.objective is not None
+    ]
+    completed.sort(key=lambda rj: rj[1].objective or 0.0, reverse=maximize)
+    ranges = first["hyperparameter_ranges"]
+    return {
+        "generated_at": time.time(),
+        "objective": {"metric": metric, "type": kind},
+        "hyperparameter_ranges": ranges,
+        "arms": arm_rows,
+        "curves": curves,
+        "reach": reach,
+        "top": [
+            {
+                "arm": run.arm,
+                "tuning_job": run.record.name,
+                "training_job": j.name,
+                "objective": j.objective,
+                "hyperparameters": j.hyperparameters,
+            }
+            for run, j in completed[:10]
+        ],
+        "points": [
+            {"arm": run.arm, "objective": j.objective, "hyperparameters": j.hyperparameters}
+            for run, j in completed
+        ],
+        "training_jobs": [
+            {
+                **training_job_dict(j),
+                "arm": run.arm,
+                "seed": run.record.definition.get("tags", {}).get("seed"),
+            }
+            for run in runs
+            for j in run.jobs
+        ],
+    }

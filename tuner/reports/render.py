@@ -1,0 +1,302 @@
+"""Rendering a comparison report: PNG plots (matplotlib), HTML, Markdown, JSON and CSV.
+
+``write_report(data, folder)`` writes ``report.html`` (self-contained: plots embedded as PNG
+data, no network needed to open it), ``report.md`` (tables, linking the PNG files written
+beside it), ``report.json`` (the data), ``training_jobs.csv`` (every training job with its arm
+and seed) and the plots as ``best_by_jobs.png``, ``best_by_time.png``,
+``objective_vs_hyperparameters.png``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+COLOURS = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+]
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...]:
+    """Median, min and max across runs of step curves padded with their last value."""
+    length = max(len(c) for c in curves)
+    padded = []
+    for c in curves:
+        filled = [np.nan if v is None else v for v in c] or [np.nan]
+        padded.append(filled + [filled[-1]] * (length - len(filled)))
+    a = np.array(padded, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # columns before any completed job
+        return np.nanmedian(a, 0), np.nanmin(a, 0), np.nanmax(a, 0)
+
+
+def plot_best_by_jobs(data: dict[str, Any]) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (arm, runs) in enumerate(data["curves"].items()):
+        curves = [[p["best"] for p in run] for run in runs if run]
+        if not curves:
+            continue
+        median, low, high = _band(curves)
+        x = np.arange(1, len(median) + 1)
+        label = f"{arm} ({len(curves)} run{'s' if len(curves) > 1 else ''})"
+        ax.step(x, median, where="post", color=COLOURS[i % 10], label=label)
+        if len(curves) > 1:
+            ax.fill_between(x, low, high, step="post", alpha=0.2, color=COLOURS[i % 10])
+    ax.set_xlabel("training jobs ended")
+    ax.set_ylabel(f"best {data['objective']['metric']} so far")
+    ax.set_title("Best objective so far, by jobs (median, band: min-max over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (arm, runs) in enumerate(data["curves"].items()):
+        runs = [r for r in runs if r]
+        if not runs:
+            continue
+        end = max(r[-1]["seconds"] for r in runs)
+        grid = np.linspace(0, end, 200)
+        sampled = []
+        for run in runs:
+            times = np.array([p["seconds"] for p in run])
+            values = [p["best"] for p in run]
+            idx = np.searchsorted(times, grid, side="right") - 1
+            sampled.append([values[k] if k >= 0 else None for k in idx])
+        median, low, high = _band(sampled)
+        ax.plot(grid, median, color=COLOURS[i % 10], label=arm)
+        if len(runs) > 1:
+            ax.fill_between(grid, low, high, alpha=0.2, color=COLOURS[i % 10])
+    ax.set_xlabel("wall-clock seconds since the tuning job began")
+    ax.set_ylabel(f"best {data['objective']['metric']} so far")
+    ax.set_title("Best objective so far, by time")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
+    ranges = data["hyperparameter_ranges"]
+    names = list(ranges)
+    cols = min(3, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    arms = list(data["curves"])
+    for k, name in enumerate(names):
+        ax = axes[k // cols][k % cols]
+        spec = ranges[name]
+        for i, arm in enumerate(arms):
+            pts = [p for p in data["points"] if p["arm"] == arm]
+            xs = [p["hyperparameters"].get(name) for p in pts]
+            ys = [p["objective"] for p in pts]
+            if spec["type"] == "categorical":
+                values = [str(v) for v in spec["values"]]
+                xs = [values.index(str(x)) + (i - len(arms) / 2) * 0.08 for x in xs]
+                ax.set_xticks(range(len(values)), values)
+            ax.scatter(xs, ys, s=14, alpha=0.7, color=COLOURS[i % 10], label=arm)
+        if spec.get("scaling_type") == "Logarithmic":
+            ax.set_xscale("log")
+        ax.set_xlabel(name + (" (log)" if spec.get("scaling_type") == "Logarithmic" else ""))
+        ax.set_ylabel(data["objective"]["metric"])
+        ax.grid(alpha=0.3)
+    for k in range(len(names), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Objective of every completed job against each hyperparameter")
+    fig.tight_layout()
+    return fig
+
+
+PLOTS = {
+    "best_by_jobs.png": plot_best_by_jobs,
+    "best_by_time.png": plot_best_by_time,
+    "objective_vs_hyperparameters.png": plot_objective_vs_hyperparameters,
+}
+
+
+def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    unit = data["arms"][0]["compute_unit"] if data["arms"] else "CPU-hours"
+    head = [
+        "arm",
+        "strategy",
+        "jobs (parallel)",
+        "runs",
+        "best (median)",
+        "best (overall)",
+        "jobs to best",
+        "seconds to best",
+        "wall seconds",
+        unit,
+        "failed",
+        "stopped",
+    ]
+    rows = [
+        [
+            a["arm"],
+            str(a["strategy"]),
+            f"{a['max_jobs']} ({a['max_parallel_jobs']})",
+            str(len(a["runs"])),
+            _fmt(a["best_median"]),
+            _fmt(a["best_overall"]),
+            _fmt(a["jobs_to_best_median"], 3),
+            _fmt(a["seconds_to_best_median"], 3),
+            _fmt(a["wall_seconds_median"], 3),
+            _fmt(a["compute_hours"], 3),
+            str(a["failed"]),
+            str(a["stopped"]),
+        ]
+        for a in data["arms"]
+    ]
+    return head, rows
+
+
+def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    arms = [a["arm"] for a in data["arms"]]
+    head = ["jobs needed by \\ to reach the median best of", *arms]
+    rows = []
+    for arm in arms:
+        cells = [arm]
+        for other in arms:
+            r = data["reach"].get(arm, {}).get(other)
+            if other == arm or r is None:
+                cells.append("-")
+            elif r["jobs_median"] is None:
+                cells.append(f"never ({_fmt(r['target'])})")
+            else:
+                cells.append(f"{_fmt(r['jobs_median'], 3)} ({r['runs_reaching']}/{r['runs']} runs)")
+        rows.append(cells)
+    return head, rows
+
+
+def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    names = list(data["hyperparameter_ranges"])
+    head = ["#", "arm", "training job", data["objective"]["metric"], *names]
+    rows = [
+        [
+            str(i),
+            t["arm"],
+            t["training_job"],
+            _fmt(t["objective"]),
+            *(_fmt(t["hyperparameters"].get(n)) for n in names),
+        ]
+        for i, t in enumerate(data["top"], start=1)
+    ]
+    return head, rows
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_plots(data: dict[str, Any]) -> dict[str, bytes]:
+    """The PNG bytes of each plot, by file name."""
+    images = {}
+    for filename, plot in PLOTS.items():
+        fig = plot(data)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
+        plt.close(fig)
+        images[filename] = buffer.getvalue()
+    return images
+
+
+def tables(data: dict[str, Any]) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    return [
+        ("Arms", arm_table(data)),
+        ("Jobs needed to reach the other arms' best", reach_table(data)),
+        ("Top configurations", top_table(data)),
+    ]
+
+
+def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | None = None) -> str:
+    """The self-contained page: tables, and the plots embedded as PNG data."""
+    images = images if images is not None else render_plots(data)
+    objective = f"{data['objective']['type']} {data['objective']['metric']}"
+    figures = "".join(
+        f'<figure><img class="plot" alt="{name}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
+        for name, png in images.items()
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>"
+        "body{font-family:sans-serif;margin:24px;max-width:1100px}"
+        "table{border-collapse:collapse;margin:8px 0 20px}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}"
+        "th{background:#f3f3f3}img.plot{max-width:100%;border:1px solid #eee}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1><p>Objective: {html.escape(objective)}. "
+        "Seeds are repeated runs of each arm; curves show the median and the min-max band.</p>"
+        + "".join(f"<h2>{html.escape(t)}</h2>{_html_table(*tbl)}" for t, tbl in tables(data))
+        + f"<h2>Plots</h2>{figures}"
+        "<script>window.addEventListener('load',()=>{document.body.dataset.plotsRendered="
+        "[...document.images].filter(i=>i.complete&&i.naturalWidth>0).length;});</script>"
+        "</body></html>"
+    )
+
+
+def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[str, Path]:
+    """Write every file of the report into ``folder``; returns their paths by kind."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    images = render_plots(data)
+    for filename, png in images.items():
+        (out / filename).write_bytes(png)
+    paths = {
+        "html": out / "report.html",
+        "markdown": out / "report.md",
+        "json": out / "report.json",
+        "csv": out / "training_jobs.csv",
+    }
+    paths["html"].write_text(render_html(data, title, images))
+    objective = f"{data['objective']['type']} {data['objective']['metric']}"
+    markdown = [f"# {title}", "", f"Objective: {objective}.", ""]
+    for t, tbl in tables(data):
+        markdown += [f"## {t}", "", _md_table(*tbl), ""]
+    markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
+    paths["markdown"].write_text("\n".join(markdown))
+    paths["json"].write_text(json.dumps(data, indent=1, default=str))
+    pd.DataFrame(data["training_jobs"]).to_csv(paths["csv"], index=False)
+    return paths
