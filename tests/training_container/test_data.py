@@ -1,0 +1,61 @@
+"""Loading CIFAR-10 from its python layout (folder, S3), the digits, and the validation split."""
+
+from __future__ import annotations
+
+import boto3
+import numpy as np
+import pytest
+
+from tests.training_container.conftest import write_cifar
+from training_container.data import FILES, DataError, load, load_cifar10, split_validation
+
+
+def test_folder_or_its_parent_and_the_channel_major_layout(cifar_dir):
+    for location in (cifar_dir, cifar_dir / "cifar-10-batches-py"):
+        x_train, y_train, x_test, _ = load_cifar10(str(location))
+        assert x_train.shape == (100, 3, 32, 32) and x_train.dtype == np.uint8
+        assert y_train.shape == (100,) and y_train.dtype == np.int64
+        assert x_test.shape == (20, 3, 32, 32)
+        red = x_train[0]
+        assert (red[0] == 255).all() and (red[1:] == 0).all()  # R plane first, row-major
+
+
+def test_missing_data_says_where_it_looked(tmp_path):
+    with pytest.raises(DataError, match=r"no CIFAR-10 python batches .* in .*nowhere"):
+        load_cifar10(str(tmp_path / "nowhere"))
+    bad = write_cifar(tmp_path / "bad")
+    (bad / "test_batch").write_bytes(b"not a pickle")
+    with pytest.raises(DataError, match="test_batch is not a CIFAR-10 python batch"):
+        load_cifar10(str(tmp_path / "bad"))
+
+
+def test_from_s3(cifar_dir, s3):
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="datasets")
+    for name in FILES:
+        client.upload_file(
+            str(cifar_dir / "cifar-10-batches-py" / name), "datasets", f"cifar/{name}"
+        )
+    x_train, y_train, _, _ = load_cifar10("s3://datasets/cifar")
+    local = load_cifar10(str(cifar_dir))
+    assert np.array_equal(x_train, local[0]) and np.array_equal(y_train, local[1])
+    with pytest.raises(DataError, match="cannot read s3://datasets/elsewhere/data_batch_1"):
+        load_cifar10("s3://datasets/elsewhere")
+
+
+def test_validation_split_is_stratified_and_disjoint():
+    x = np.arange(1000).reshape(1000, 1)
+    y = np.repeat(np.arange(10), 100)
+    x_tr, _, x_val, y_val = split_validation(x, y, 0.1, seed=0)
+    assert len(x_val) == 100 and len(x_tr) == 900
+    assert np.bincount(y_val).tolist() == [10] * 10
+    assert not set(x_val.ravel()) & set(x_tr.ravel())
+    with pytest.raises(DataError, match=r"between 0 and 1, got 1\.5"):
+        split_validation(x, y, 1.5, seed=0)
+
+
+def test_digits_are_32x32_rgb():
+    splits = load("digits", "", 0.1, seed=0)
+    assert splits.x_train.shape[1:] == (3, 32, 32)
+    assert len(splits.x_train) + len(splits.x_val) + len(splits.x_test) == 1797
+    assert splits.classes == 10
