@@ -150,7 +150,8 @@ BAD = [
     ({"name": "../etc"}, "name: String should match pattern"),
     ({"job_definition": {"command": "python train.py"}}, "command: Input should be a valid list"),
     ({"job_definition": {"command": []}}, "command must be a non-empty list"),
-    ({"job_definition": {"image": "resnet:latest"}}, "needs the docker launcher"),
+    ({"job_definition": {"image": "resnet:latest"}}, "needs launcher='docker'"),
+    ({"job_definition": {"launcher": "docker"}}, "launcher='docker' needs an image"),
     (
         {"job_definition": {"command": ["x"], "gpus_per_job": 2, "gpus": ["0"]}},
         "gpus_per_job=2 needs at least that many ids in gpus, got gpus=['0']",

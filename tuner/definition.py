@@ -37,6 +37,9 @@ class JobDefinition(_Strict):
     ``--name value``, static ones first. ``gpus`` lists the GPU ids the local launcher hands
     out, ``gpus_per_job`` GPUs per job, ``jobs_per_gpu`` jobs sharing one GPU.
     ``max_runtime`` (seconds) stops a job that runs longer; it then counts as failed.
+    ``launcher="docker"`` runs each job as a container of ``image`` (``command``, optional,
+    then comes before the hyperparameters as the container's command), with ``cpus``,
+    ``memory`` (e.g. ``"8g"``), ``network`` and ``docker_host``.
     Each job gets its own folder ``<output_path>/<tuning job>/<training job>/`` holding
     ``log.txt`` and ``output/`` (``TUNER_OUTPUT_DIR``); the command runs in
     ``working_directory`` (default: the directory the tuner was started from, made absolute
@@ -46,7 +49,7 @@ class JobDefinition(_Strict):
     command: list[str] | None = None
     image: str | None = None
     static_hyperparameters: dict[str, StaticValue] = Field(default_factory=dict)
-    launcher: Literal["local"] = "local"
+    launcher: Literal["local", "docker"] = "local"
     gpus_per_job: int = Field(0, ge=0)
     gpus: list[str | int] = Field(default_factory=list)
     jobs_per_gpu: int = Field(1, ge=1)
@@ -55,6 +58,10 @@ class JobDefinition(_Strict):
     environment: dict[str, str] = Field(default_factory=dict)
     output_path: str = "tuner-runs"
     working_directory: str | None = None
+    cpus: float | None = Field(None, gt=0)
+    memory: str | None = None
+    network: str | None = None
+    docker_host: str | None = None
 
     @field_validator("command")
     @classmethod
@@ -76,13 +83,14 @@ class JobDefinition(_Strict):
 
     @model_validator(mode="after")
     def _one_target(self) -> JobDefinition:
-        if self.image is not None:
+        if self.launcher == "docker" and not self.image:
+            raise ValueError("launcher='docker' needs an image")
+        if self.launcher == "local" and self.image is not None:
             raise ValueError(
-                f"image={self.image!r} needs the docker launcher, which this version lacks; "
-                "give a command for the local launcher"
+                f"image={self.image!r} needs launcher='docker'; the local launcher runs a command"
             )
-        if self.command is None:
-            raise ValueError("a job definition needs a command (an argv list)")
+        if self.launcher == "local" and self.command is None:
+            raise ValueError("a job definition for the local launcher needs a command (argv)")
         if self.gpus_per_job > 0 and self.gpus_per_job > len(self.gpus):
             raise ValueError(
                 f"gpus_per_job={self.gpus_per_job} needs at least that many ids in gpus, "

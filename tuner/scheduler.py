@@ -73,7 +73,21 @@ def training_argv(command: list[str], static: dict[str, Any], config: Config) ->
 
 
 def launcher_for(definition: TuningJobDefinition) -> Launcher:
+    """The launcher a job definition names, configured by it."""
     job = definition.job_definition
+    if job.launcher == "docker":
+        from tuner.launchers.docker import DockerLauncher
+
+        return DockerLauncher(
+            job.image or "",
+            gpus=job.gpus,
+            jobs_per_gpu=job.jobs_per_gpu,
+            grace_period=job.grace_period,
+            cpus=job.cpus,
+            memory=job.memory,
+            network=job.network,
+            docker_host=job.docker_host,
+        )
     return LocalLauncher(
         gpus=job.gpus, jobs_per_gpu=job.jobs_per_gpu, grace_period=job.grace_period
     )

@@ -3,7 +3,9 @@
 Contract every launcher keeps (tests/launchers/test_contract.py runs it on each):
 - ``start(spec)`` runs ``spec.argv`` exactly as given (never through a shell), with
   ``spec.env`` added to the environment, and returns an opaque handle (a string that names the
-  job to this launcher). It raises ``LaunchError`` when the job cannot be started at all.
+  job to this launcher). It raises ``LaunchError`` when the job cannot be started at all; where
+  only the job's own init learns that its program is missing (a container), the job ends at
+  once with exit code 127 and its log says why.
 - ``poll(handle)`` never blocks; it reports whether the job still runs and, once it ended, its
   exit code. A job that outlives ``spec.max_runtime`` is stopped by the launcher and reported
   with ``timed_out=True``.

@@ -26,6 +26,7 @@ from typing import IO
 
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+from tuner.launchers.slots import GpuSlots
 
 LOG_FILE = "log.txt"
 HANDLE_FILE = "handle"
@@ -89,57 +90,20 @@ class LocalLauncher(Launcher):
         jobs_per_gpu: int = 1,
         grace_period: float = 10.0,
     ) -> None:
-        if not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
-            raise ValidationError(f"jobs_per_gpu must be an integer >= 1, got {jobs_per_gpu!r}")
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
-        self.gpus = [str(g) for g in gpus]
-        if len(set(self.gpus)) != len(self.gpus):
-            raise ValidationError(f"gpus must be distinct, got {self.gpus}")
-        self.jobs_per_gpu = jobs_per_gpu
+        self.slots = GpuSlots(gpus, jobs_per_gpu)
         self.grace_period = grace_period
         self._jobs: dict[str, _LocalJob] = {}
-        self._gpu_load = dict.fromkeys(self.gpus, 0)
 
     def free_slots(self, gpus_per_job: int) -> int | None:
-        if gpus_per_job <= 0:
-            return None
-        if gpus_per_job > len(self.gpus):
-            return 0
-        free = sorted((self.jobs_per_gpu - n for n in self._gpu_load.values()), reverse=True)
-        # Greedy packing: each job takes one slot on gpus_per_job distinct GPUs.
-        count = 0
-        while True:
-            free.sort(reverse=True)
-            if free[gpus_per_job - 1] <= 0:
-                return count
-            for i in range(gpus_per_job):
-                free[i] -= 1
-            count += 1
-
-    def _take_gpus(self, spec: LaunchSpec) -> list[str]:
-        if spec.gpus_per_job <= 0:
-            return []
-        if not self.gpus:
-            raise LaunchError(
-                f"job {spec.name} asks for gpus_per_job={spec.gpus_per_job} but no gpus are "
-                "configured for the local launcher"
-            )
-        ranked = sorted(self.gpus, key=lambda g: self._gpu_load[g])
-        chosen = [g for g in ranked if self._gpu_load[g] < self.jobs_per_gpu][: spec.gpus_per_job]
-        if len(chosen) < spec.gpus_per_job:
-            raise LaunchError(
-                f"job {spec.name} needs {spec.gpus_per_job} GPU slots, only {len(chosen)} are free"
-            )
-        for g in chosen:
-            self._gpu_load[g] += 1
-        return sorted(chosen, key=self.gpus.index)
+        return self.slots.free(gpus_per_job)
 
     def start(self, spec: LaunchSpec) -> str:
         if spec.name in self._jobs:
             raise LaunchError(f"a job named {spec.name} was already started by this launcher")
         spec.workdir.mkdir(parents=True, exist_ok=True)
-        gpus = self._take_gpus(spec)
+        gpus = self.slots.take(spec.name, spec.gpus_per_job)
         env = {**os.environ, **spec.env}
         env["PATH"] = _with_interpreter_dir(env.get("PATH", ""))
         if gpus:
@@ -157,7 +121,7 @@ class LocalLauncher(Launcher):
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             log.close()
-            self._release(gpus)
+            self.slots.release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
         _write_atomically(spec.workdir / HANDLE_FILE, handle)
@@ -181,10 +145,7 @@ class LocalLauncher(Launcher):
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():
             return False
-        taken = [g for g in (gpus or "").split(",") if g in self._gpu_load]
-        for g in taken:
-            self._gpu_load[g] += 1
-        job.gpus = taken
+        job.gpus = self.slots.take_these(spec.name, [g for g in (gpus or "").split(",") if g])
         self._jobs[handle] = job
         return True
 
@@ -200,10 +161,6 @@ class LocalLauncher(Launcher):
             return self._jobs[handle]
         except KeyError:
             raise LaunchError(f"no job with handle {handle!r} was started here") from None
-
-    def _release(self, gpus: list[str]) -> None:
-        for g in gpus:
-            self._gpu_load[g] -= 1
 
     def _signal(self, job: _LocalJob, sig: int) -> None:
         if job.process is None and not _alive(job.pid, job.ticks):
@@ -235,7 +192,7 @@ class LocalLauncher(Launcher):
         job.finished = True
         if job.log is not None:
             job.log.close()
-        self._release(job.gpus)
+        self.slots.release(job.spec.name)
         return JobStatus(False, code, job.timed_out, job.stopped, gpus)
 
     def read_logs(self, handle: str) -> bytes:

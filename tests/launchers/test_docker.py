@@ -1,0 +1,98 @@
+"""What only the Docker launcher does: limits, privileges, GPU device requests, clean-up, and a
+whole tuning job run in containers."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import FAKE_TRAIN
+from tests.launchers.docker_image import PYTHON
+from tuner import ContinuousParameter, HyperparameterTuner, ValidationError
+from tuner.launchers import LaunchSpec
+
+
+@pytest.fixture
+def launcher(docker_host, docker_image):
+    from tuner.launchers.docker import DockerLauncher
+
+    made = DockerLauncher(
+        docker_image,
+        docker_host=docker_host,
+        network="none",
+        cpus=0.5,
+        memory="256m",
+        gpus=["0", "1", "2"],
+        jobs_per_gpu=1,
+    )
+    yield made
+    made.close()
+
+
+def test_limits_and_no_privileges(launcher, tmp_path):
+    spec = LaunchSpec("limits", [PYTHON, "-c", "import time; time.sleep(30)"], tmp_path / "j")
+    handle = launcher.start(spec)
+    container = launcher.client.containers.get(handle.split(":")[1])
+    host = container.attrs["HostConfig"]
+    assert host["NanoCpus"] == 500_000_000 and host["Memory"] == 256 * 1024 * 1024
+    assert host["Privileged"] is False and host["CapDrop"] == ["ALL"]
+    assert "no-new-privileges" in host["SecurityOpt"] and host["Init"] is True
+    assert host["NetworkMode"] == "none"
+    assert container.attrs["Config"]["Labels"]["tuner.training-job"] == "limits"
+    assert launcher.recover(spec) == handle
+    launcher.stop(handle)
+    deadline = time.monotonic() + 30
+    while launcher.poll(handle).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert launcher.client.containers.list(all=True, filters={"id": container.id}) == []
+
+
+def test_gpu_slots_become_device_requests(launcher):
+    assert launcher.free_slots(1) == 3 and launcher.free_slots(2) == 1
+    taken = launcher.slots.take("a", 2)
+    assert taken == ["0", "1"] and launcher.free_slots(1) == 1
+    (request,) = launcher.device_requests(taken)
+    assert request["DeviceIDs"] == ["0", "1"] and request["Capabilities"] == [["gpu"]]
+    launcher.slots.release("a")
+    assert launcher.free_slots(1) == 3
+
+
+def test_bad_settings(docker_host, docker_image):
+    from tuner.launchers.docker import DockerLauncher
+
+    with pytest.raises(ValidationError, match="cpus must be > 0, got 0"):
+        DockerLauncher(docker_image, docker_host=docker_host, cpus=0)
+    with pytest.raises(ValidationError, match="needs an image"):
+        DockerLauncher("", docker_host=docker_host)
+
+
+def test_a_tuning_job_in_containers(tmp_path, docker_host, docker_image):
+    tuner = HyperparameterTuner(
+        job_definition={
+            "launcher": "docker",
+            "image": docker_image,
+            "docker_host": docker_host,
+            "network": "none",
+            "command": [PYTHON, str(FAKE_TRAIN)],
+            "working_directory": str(FAKE_TRAIN.parent),
+            "output_path": str(tmp_path / "runs"),
+        },
+        objective_metric_name="accuracy",
+        hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
+        metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_jobs=3,
+        max_parallel_jobs=2,
+        random_seed=0,
+        storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert [j.status.value for j in jobs] == ["Completed"] * 3, jobs[0].failure_reason
+    assert all(j.handle.startswith("docker:") for j in jobs)
+    best = tuner.best_training_job()
+    assert best.objective == pytest.approx(
+        1 - (best.hyperparameters["x"] - 0.3) ** 2 - 0.01, abs=1e-5
+    )

@@ -1,0 +1,268 @@
+"""Training jobs as Docker containers (the Docker SDK for Python).
+
+Each job is one container of ``image``: the job's argv is the container's command (with the
+image's entrypoint in front, if it has one), never a shell line. The job's folder is
+bind-mounted at the same path inside the container, so ``TUNER_OUTPUT_DIR`` means the same
+thing in and out; a working directory, when given, is mounted and used the same way. GPUs are
+handed out as slots like the local launcher's and reach the container as ``device_requests``
+(the NVIDIA container runtime sees only those GPUs). CPU and memory limits, the network mode
+and the user (default: the tuner's own uid:gid, so outputs belong to the user) are settings.
+Containers run with ``docker-init`` as PID 1 (signals reach the job), no new privileges and
+every capability dropped; nothing privileged. Logs stream from the engine into
+``<workdir>/log.txt``. Stopping sends SIGTERM, then SIGKILL after the grace period. An ended
+container is removed once its log has been read. Exit codes of jobs killed by a signal are
+reported as ``-signal``, as for local processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.errors import LaunchError, ValidationError
+from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+from tuner.launchers.slots import GpuSlots
+
+LOG_FILE = "log.txt"
+LABEL = "tuner.training-job"
+
+
+@dataclass
+class _Container:
+    spec: LaunchSpec
+    container: Any
+    started: float
+    gpus: list[str] = field(default_factory=list)
+    offset: int = 0
+    kill_at: float | None = None
+    timed_out: bool = False
+    stopped: bool = False
+    finished: bool = False
+    exit_code: int | None = None
+    follower: threading.Thread | None = None
+
+
+def _exit_code(raw: int) -> int:
+    """Docker reports 128+N for a process killed by signal N; report -N like Popen does."""
+    return -(raw - 128) if 128 < raw <= 128 + 64 else raw
+
+
+class DockerLauncher(Launcher):
+    """Runs each job as a container of ``image`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        image: str,
+        gpus: Sequence[str | int] = (),
+        jobs_per_gpu: int = 1,
+        grace_period: float = 10.0,
+        cpus: float | None = None,
+        memory: str | None = None,
+        network: str | None = None,
+        user: str | None = None,
+        docker_host: str | None = None,
+    ) -> None:
+        import docker
+
+        if not image:
+            raise ValidationError("the docker launcher needs an image, got none")
+        if grace_period < 0:
+            raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
+        if cpus is not None and cpus <= 0:
+            raise ValidationError(f"cpus must be > 0, got {cpus!r}")
+        self.image = image
+        self.slots = GpuSlots(gpus, jobs_per_gpu)
+        self.grace_period = grace_period
+        self.cpus = cpus
+        self.memory = memory
+        self.network = network
+        self.user = user or f"{os.getuid()}:{os.getgid()}"
+        try:
+            self.client = (
+                docker.DockerClient(base_url=docker_host) if docker_host else (docker.from_env())
+            )
+            self.client.ping()
+        except Exception as exc:
+            raise LaunchError(f"cannot reach the Docker engine: {exc}") from None
+        self._jobs: dict[str, _Container] = {}
+
+    def free_slots(self, gpus_per_job: int) -> int | None:
+        return self.slots.free(gpus_per_job)
+
+    def device_requests(self, gpus: list[str]) -> list[Any]:
+        from docker.types import DeviceRequest
+
+        if not gpus:
+            return []
+        return [DeviceRequest(device_ids=gpus, capabilities=[["gpu"]])]
+
+    def start(self, spec: LaunchSpec) -> str:
+        import docker
+
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        gpus = self.slots.take(spec.name, spec.gpus_per_job)
+        mounts = {str(spec.workdir): {"bind": str(spec.workdir), "mode": "rw"}}
+        if spec.cwd is not None:
+            mounts[str(spec.cwd)] = {"bind": str(spec.cwd), "mode": "rw"}
+        env = dict(spec.env)
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus)))
+        try:
+            container = self.client.containers.run(
+                self.image,
+                command=spec.argv,
+                detach=True,
+                environment=env,
+                volumes=mounts,
+                working_dir=str(spec.cwd) if spec.cwd else None,
+                user=self.user,
+                init=True,
+                network_mode=self.network,
+                nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
+                mem_limit=self.memory,
+                device_requests=self.device_requests(gpus),
+                security_opt=["no-new-privileges"],
+                cap_drop=["ALL"],
+                privileged=False,
+                labels={LABEL: spec.name},
+            )
+        except docker.errors.DockerException as exc:
+            self.slots.release(spec.name)
+            self._remove_by_label(spec.name)
+            raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
+        handle = f"docker:{container.id}"
+        (spec.workdir / "handle").write_text(handle)
+        self._register(handle, spec, container, time.monotonic(), gpus)
+        return handle
+
+    def _register(
+        self, handle: str, spec: LaunchSpec, container: Any, started: float, gpus: list[str]
+    ) -> None:
+        job = _Container(spec, container, started, gpus)
+        job.follower = threading.Thread(target=self._follow, args=(job,), daemon=True)
+        job.follower.start()
+        self._jobs[handle] = job
+
+    def _follow(self, job: _Container) -> None:
+        """Copy the container's output, from its start, into the log file as it streams."""
+        with open(job.spec.workdir / LOG_FILE, "wb") as log:
+            try:
+                for chunk in job.container.logs(stdout=True, stderr=True, stream=True, follow=True):
+                    log.write(chunk)
+                    log.flush()
+            except Exception:  # the container went away; what was read is kept
+                pass
+
+    def _remove_by_label(self, name: str) -> None:
+        for container in self.client.containers.list(
+            all=True, filters={"label": f"{LABEL}={name}"}
+        ):
+            container.remove(force=True)
+
+    def _job(self, handle: str) -> _Container:
+        try:
+            return self._jobs[handle]
+        except KeyError:
+            raise LaunchError(f"no job with handle {handle!r} was started here") from None
+
+    def poll(self, handle: str) -> JobStatus:
+        import docker
+
+        job = self._job(handle)
+        gpus = ",".join(job.gpus) or None
+        if job.finished:
+            return JobStatus(False, job.exit_code, job.timed_out, job.stopped, gpus)
+        try:
+            job.container.reload()
+            state = job.container.attrs["State"]
+        except docker.errors.NotFound:
+            state = {"Status": "removed", "ExitCode": None}
+        if state["Status"] in ("created", "running", "restarting", "paused"):
+            now = time.monotonic()
+            limit = job.spec.max_runtime
+            if limit is not None and not job.timed_out and now - job.started > limit:
+                job.timed_out = True
+                self._terminate(job)
+            if job.kill_at is not None and now >= job.kill_at:
+                self._signal(job, signal.SIGKILL)
+            return JobStatus(True, None, job.timed_out, job.stopped, gpus)
+        if job.follower is not None:
+            job.follower.join(10)
+        raw = state.get("ExitCode")
+        job.exit_code = None if raw is None else _exit_code(int(raw))
+        if state.get("OOMKilled"):
+            job.exit_code = -signal.SIGKILL
+        job.finished = True
+        self.slots.release(job.spec.name)
+        with contextlib.suppress(docker.errors.DockerException):
+            job.container.remove(force=True)
+        return JobStatus(False, job.exit_code, job.timed_out, job.stopped, gpus)
+
+    def read_logs(self, handle: str) -> bytes:
+        job = self._job(handle)
+        try:
+            with open(job.spec.workdir / LOG_FILE, "rb") as f:
+                f.seek(job.offset)
+                data = f.read(1 << 20)
+        except FileNotFoundError:
+            return b""
+        job.offset += len(data)
+        return data
+
+    def _signal(self, job: _Container, sig: int) -> None:
+        import docker
+
+        with contextlib.suppress(docker.errors.DockerException):  # it ended meanwhile
+            job.container.kill(signal=int(sig))
+
+    def _terminate(self, job: _Container) -> None:
+        if job.kill_at is None:
+            self._signal(job, signal.SIGTERM)
+            job.kill_at = time.monotonic() + self.grace_period
+
+    def stop(self, handle: str) -> None:
+        job = self._job(handle)
+        if not job.finished:
+            job.stopped = True
+            self._terminate(job)
+
+    def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
+        import docker
+
+        kind, _, container_id = handle.partition(":")
+        if kind != "docker" or not container_id:
+            return False
+        try:
+            container = self.client.containers.get(container_id)
+        except docker.errors.DockerException:
+            return False
+        started = container.attrs["State"].get("StartedAt", "")
+        age = _age_seconds(started)
+        taken = self.slots.take_these(spec.name, [g for g in (gpus or "").split(",") if g])
+        self._register(handle, spec, container, time.monotonic() - age, taken)
+        return True
+
+    def recover(self, spec: LaunchSpec) -> str | None:
+        found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={spec.name}"})
+        return f"docker:{found[0].id}" if found else None
+
+    def close(self) -> None:
+        """Close the engine connection; log streams of this launcher end with it."""
+        self.client.close()
+
+
+def _age_seconds(started_at: str) -> float:
+    """Seconds since an RFC 3339 time from the engine (0 when it cannot be read)."""
+    from datetime import UTC, datetime
+
+    try:
+        stamp = datetime.fromisoformat(started_at[:26].rstrip("Z") + "+00:00")
+    except ValueError:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - stamp).total_seconds())
