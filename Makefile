@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(PY) bench/scheduler_overhead.py
 	$(PY) bench/ask_latency.py
 	$(PY) bench/api_load.py
+	$(PY) bench/train_throughput.py
 
 clean:
 	rm -rf $(VENV) tuner-runs .pytest_cache .mypy_cache .ruff_cache
