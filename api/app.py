@@ -27,7 +27,7 @@ from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
-from tuner.records import TuningStatus
+from tuner.records import TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
 from tuner.storage import Store
@@ -95,6 +95,17 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _summary(record: TuningJob) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "status": record.status.value,
+        "status_reason": record.status_reason,
+        "strategy": record.definition.get("strategy"),
+        "created_at": record.created_at,
+        "ended_at": record.ended_at,
+    }
 
 
 def tail_lines(path: Path, lines: int) -> bytes:
@@ -190,17 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Tuning jobs, newest first, optionally of one status; ``next_offset`` pages on."""
         items = store.list_tuning_jobs(status, limit=limit + 1, offset=offset)
         return {
-            "items": [
-                {
-                    "name": r.name,
-                    "status": r.status.value,
-                    "status_reason": r.status_reason,
-                    "strategy": r.definition.get("strategy"),
-                    "created_at": r.created_at,
-                    "ended_at": r.ended_at,
-                }
-                for r in items[:limit]
-            ],
+            "items": [_summary(r) for r in items[:limit]],
             "limit": limit,
             "offset": offset,
             "next_offset": offset + limit if len(items) > limit else None,
@@ -228,15 +229,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     def stop_tuning_job(name: TuningName) -> dict[str, Any]:
         """Stop a tuning job: its running training jobs are stopped, no new one starts."""
-        r = service.stop(name)
-        return {
-            "name": r.name,
-            "status": r.status.value,
-            "status_reason": r.status_reason,
-            "strategy": r.definition.get("strategy"),
-            "created_at": r.created_at,
-            "ended_at": r.ended_at,
-        }
+        return _summary(service.stop(name))
 
     @api.get("/training-jobs/{name}", response_model=schemas.TrainingJobOut, tags=["training jobs"])
     def get_training_job(name: TrainingName) -> dict[str, Any]:

@@ -22,28 +22,20 @@ import signal
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import LaunchError, ValidationError
-from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
+from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
 
-LOG_FILE = "log.txt"
 LABEL = "tuner.training-job"
 
 
 @dataclass
-class _Container:
-    spec: LaunchSpec
-    container: Any
-    started: float
-    gpus: list[str] = field(default_factory=list)
-    offset: int = 0
-    kill_at: float | None = None
-    timed_out: bool = False
-    stopped: bool = False
-    finished: bool = False
+class _Container(TrackedJob):
+    container: Any = None
     exit_code: int | None = None
     follower: threading.Thread | None = None
 
@@ -53,7 +45,7 @@ def _exit_code(raw: int) -> int:
     return -(raw - 128) if 128 < raw <= 128 + 64 else raw
 
 
-class DockerLauncher(Launcher):
+class DockerLauncher(TrackedLauncher[_Container]):
     """Runs each job as a container of ``image`` (see the module docstring)."""
 
     def __init__(
@@ -76,6 +68,7 @@ class DockerLauncher(Launcher):
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
         if cpus is not None and cpus <= 0:
             raise ValidationError(f"cpus must be > 0, got {cpus!r}")
+        super().__init__()
         self.image = image
         self.slots = GpuSlots(gpus, jobs_per_gpu)
         self.grace_period = grace_period
@@ -90,7 +83,6 @@ class DockerLauncher(Launcher):
             self.client.ping()
         except Exception as exc:
             raise LaunchError(f"cannot reach the Docker engine: {exc}") from None
-        self._jobs: dict[str, _Container] = {}
 
     def free_slots(self, gpus_per_job: int) -> int | None:
         return self.slots.free(gpus_per_job)
@@ -137,14 +129,14 @@ class DockerLauncher(Launcher):
             self._remove_by_label(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"docker:{container.id}"
-        (spec.workdir / "handle").write_text(handle)
+        (spec.workdir / HANDLE_FILE).write_text(handle)
         self._register(handle, spec, container, time.monotonic(), gpus)
         return handle
 
     def _register(
         self, handle: str, spec: LaunchSpec, container: Any, started: float, gpus: list[str]
     ) -> None:
-        job = _Container(spec, container, started, gpus)
+        job = _Container(spec, started, gpus, container=container)
         job.follower = threading.Thread(target=self._follow, args=(job,), daemon=True)
         job.follower.start()
         self._jobs[handle] = job
@@ -165,33 +157,19 @@ class DockerLauncher(Launcher):
         ):
             container.remove(force=True)
 
-    def _job(self, handle: str) -> _Container:
-        try:
-            return self._jobs[handle]
-        except KeyError:
-            raise LaunchError(f"no job with handle {handle!r} was started here") from None
-
     def poll(self, handle: str) -> JobStatus:
         import docker
 
         job = self._job(handle)
-        gpus = ",".join(job.gpus) or None
         if job.finished:
-            return JobStatus(False, job.exit_code, job.timed_out, job.stopped, gpus)
+            return self._ended(job, job.exit_code)
         try:
             job.container.reload()
             state = job.container.attrs["State"]
         except docker.errors.NotFound:
             state = {"Status": "removed", "ExitCode": None}
         if state["Status"] in ("created", "running", "restarting", "paused"):
-            now = time.monotonic()
-            limit = job.spec.max_runtime
-            if limit is not None and not job.timed_out and now - job.started > limit:
-                job.timed_out = True
-                self._terminate(job)
-            if job.kill_at is not None and now >= job.kill_at:
-                self._signal(job, signal.SIGKILL)
-            return JobStatus(True, None, job.timed_out, job.stopped, gpus)
+            return self._still_running(job)
         if job.follower is not None:
             job.follower.join(10)
         raw = state.get("ExitCode")
@@ -202,35 +180,13 @@ class DockerLauncher(Launcher):
         self.slots.release(job.spec.name)
         with contextlib.suppress(docker.errors.DockerException):
             job.container.remove(force=True)
-        return JobStatus(False, job.exit_code, job.timed_out, job.stopped, gpus)
-
-    def read_logs(self, handle: str) -> bytes:
-        job = self._job(handle)
-        try:
-            with open(job.spec.workdir / LOG_FILE, "rb") as f:
-                f.seek(job.offset)
-                data = f.read(1 << 20)
-        except FileNotFoundError:
-            return b""
-        job.offset += len(data)
-        return data
+        return self._ended(job, job.exit_code)
 
     def _signal(self, job: _Container, sig: int) -> None:
         import docker
 
         with contextlib.suppress(docker.errors.DockerException):  # it ended meanwhile
             job.container.kill(signal=int(sig))
-
-    def _terminate(self, job: _Container) -> None:
-        if job.kill_at is None:
-            self._signal(job, signal.SIGTERM)
-            job.kill_at = time.monotonic() + self.grace_period
-
-    def stop(self, handle: str) -> None:
-        job = self._job(handle)
-        if not job.finished:
-            job.stopped = True
-            self._terminate(job)
 
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
         import docker

@@ -20,33 +20,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from tuner.errors import LaunchError, ValidationError
-from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
-
-LOG_FILE = "log.txt"
-HANDLE_FILE = "handle"
-READ_CHUNK = 1 << 20
+from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
 
 
 @dataclass
-class _LocalJob:
-    spec: LaunchSpec
-    process: subprocess.Popen[bytes] | None  # None for an adopted job (not our child)
-    pid: int
-    ticks: int  # the process's start time in clock ticks, against pid reuse
-    log: IO[bytes] | None
-    started: float
-    gpus: list[str] = field(default_factory=list)
-    offset: int = 0
-    kill_at: float | None = None
-    timed_out: bool = False
-    stopped: bool = False
-    finished: bool = False
+class _LocalJob(TrackedJob):
+    process: subprocess.Popen[bytes] | None = None  # None for an adopted job (not our child)
+    pid: int = 0
+    ticks: int = 0  # the process's start time in clock ticks, against pid reuse
+    log: IO[bytes] | None = None
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -81,7 +70,7 @@ def _with_interpreter_dir(path: str) -> str:
     return os.pathsep.join([here, *parts])
 
 
-class LocalLauncher(Launcher):
+class LocalLauncher(TrackedLauncher[_LocalJob]):
     """Runs each job as a local process group (see the module docstring)."""
 
     def __init__(
@@ -92,9 +81,9 @@ class LocalLauncher(Launcher):
     ) -> None:
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
+        super().__init__()
         self.slots = GpuSlots(gpus, jobs_per_gpu)
         self.grace_period = grace_period
-        self._jobs: dict[str, _LocalJob] = {}
 
     def free_slots(self, gpus_per_job: int) -> int | None:
         return self.slots.free(gpus_per_job)
@@ -126,7 +115,13 @@ class LocalLauncher(Launcher):
         handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
         _write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _LocalJob(
-            spec, process, process.pid, _start_ticks(process.pid), log, time.monotonic(), gpus
+            spec,
+            time.monotonic(),
+            gpus,
+            process=process,
+            pid=process.pid,
+            ticks=_start_ticks(process.pid),
+            log=log,
         )
         return handle
 
@@ -140,7 +135,7 @@ class LocalLauncher(Launcher):
             kind, pid, ticks, _name = handle.split(":", 3)
             uptime = float(Path("/proc/uptime").read_text().split()[0])
             age = max(0.0, uptime - int(ticks) / os.sysconf("SC_CLK_TCK"))
-            job = _LocalJob(spec, None, int(pid), int(ticks), None, time.monotonic() - age)
+            job = _LocalJob(spec, time.monotonic() - age, pid=int(pid), ticks=int(ticks))
         except ValueError:
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():
@@ -156,12 +151,6 @@ class LocalLauncher(Launcher):
         except OSError:
             return None
 
-    def _job(self, handle: str) -> _LocalJob:
-        try:
-            return self._jobs[handle]
-        except KeyError:
-            raise LaunchError(f"no job with handle {handle!r} was started here") from None
-
     def _signal(self, job: _LocalJob, sig: int) -> None:
         if job.process is None and not _alive(job.pid, job.ticks):
             return  # an adopted job's pid may belong to someone else by now
@@ -170,49 +159,19 @@ class LocalLauncher(Launcher):
 
     def poll(self, handle: str) -> JobStatus:
         job = self._job(handle)
-        gpus = ",".join(job.gpus) or None
         code = job.process.returncode if job.process else None
         if job.finished:
-            return JobStatus(False, code, job.timed_out, job.stopped, gpus)
-        now = time.monotonic()
+            return self._ended(job, code)
         if job.process is not None:
             code = job.process.poll()
             running = code is None
         else:
             running = _alive(job.pid, job.ticks)
         if running:
-            limit = job.spec.max_runtime
-            if limit is not None and not job.timed_out and now - job.started > limit:
-                job.timed_out = True
-                self._terminate(job)
-            if job.kill_at is not None and now >= job.kill_at:
-                self._signal(job, signal.SIGKILL)
-            return JobStatus(True, None, job.timed_out, job.stopped, gpus)
+            return self._still_running(job)
         self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
         job.finished = True
         if job.log is not None:
             job.log.close()
         self.slots.release(job.spec.name)
-        return JobStatus(False, code, job.timed_out, job.stopped, gpus)
-
-    def read_logs(self, handle: str) -> bytes:
-        job = self._job(handle)
-        try:
-            with open(job.spec.workdir / LOG_FILE, "rb") as f:
-                f.seek(job.offset)
-                data = f.read(READ_CHUNK)
-        except FileNotFoundError:
-            return b""
-        job.offset += len(data)
-        return data
-
-    def _terminate(self, job: _LocalJob) -> None:
-        if job.kill_at is None:
-            self._signal(job, signal.SIGTERM)
-            job.kill_at = time.monotonic() + self.grace_period
-
-    def stop(self, handle: str) -> None:
-        job = self._job(handle)
-        if not job.finished:
-            job.stopped = True
-            self._terminate(job)
+        return self._ended(job, code)

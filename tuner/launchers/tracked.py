@@ -1,0 +1,87 @@
+"""What the local and Docker launchers share: per-job state, the log file in the job's folder,
+the runtime limit, and stopping with a grace period (SIGTERM, then SIGKILL)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from tuner.errors import LaunchError
+from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
+
+LOG_FILE = "log.txt"
+HANDLE_FILE = "handle"
+READ_CHUNK = 1 << 20
+
+
+@dataclass
+class TrackedJob:
+    spec: LaunchSpec
+    started: float  # time.monotonic() when it started
+    gpus: list[str] = field(default_factory=list)
+    offset: int = 0  # bytes of the log already handed out
+    kill_at: float | None = None
+    timed_out: bool = False
+    stopped: bool = False
+    finished: bool = False
+
+
+J = TypeVar("J", bound=TrackedJob)
+
+
+class TrackedLauncher(Launcher, Generic[J]):
+    """A launcher whose jobs write ``<workdir>/log.txt`` and die by signals."""
+
+    grace_period: float
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, J] = {}
+
+    def _job(self, handle: str) -> J:
+        try:
+            return self._jobs[handle]
+        except KeyError:
+            raise LaunchError(f"no job with handle {handle!r} was started here") from None
+
+    @abstractmethod
+    def _signal(self, job: J, sig: int) -> None:
+        """Send ``sig`` to everything the job runs; a job that has ended is no error."""
+
+    def _still_running(self, job: J) -> JobStatus:
+        """Enforce the runtime limit and the grace period of a job that still runs."""
+        now = time.monotonic()
+        limit = job.spec.max_runtime
+        if limit is not None and not job.timed_out and now - job.started > limit:
+            job.timed_out = True
+            self._terminate(job)
+        if job.kill_at is not None and now >= job.kill_at:
+            self._signal(job, signal.SIGKILL)
+        return JobStatus(True, None, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+
+    def _ended(self, job: J, exit_code: int | None) -> JobStatus:
+        return JobStatus(False, exit_code, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+
+    def read_logs(self, handle: str) -> bytes:
+        job = self._job(handle)
+        try:
+            with open(job.spec.workdir / LOG_FILE, "rb") as f:
+                f.seek(job.offset)
+                data = f.read(READ_CHUNK)
+        except FileNotFoundError:
+            return b""
+        job.offset += len(data)
+        return data
+
+    def _terminate(self, job: J) -> None:
+        if job.kill_at is None:
+            self._signal(job, signal.SIGTERM)
+            job.kill_at = time.monotonic() + self.grace_period
+
+    def stop(self, handle: str) -> None:
+        job = self._job(handle)
+        if not job.finished:
+            job.stopped = True
+            self._terminate(job)
