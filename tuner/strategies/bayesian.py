@@ -53,6 +53,7 @@ class BayesianStrategy(Strategy):
             raise ValidationError(f"engine must be one of {ENGINES}, got {engine!r}")
         self.lie = lie
         self.engine = engine
+        self._gp_sampler: Any = None
         self.n_initial_points = n_initial_points
         self._backlog: list[tuple[list[float], float]] = []
         self._optimizer = Optimizer(
@@ -95,10 +96,11 @@ class BayesianStrategy(Strategy):
         dists: dict[str, BaseDistribution] = {
             f"u{i}": FloatDistribution(0.0, 1.0) for i in range(self.space.dimensions)
         }
-        sampler = optuna.samplers.GPSampler(
-            seed=int(self.rng.integers(2**31 - 1)), n_startup_trials=0
-        )
-        study = optuna.create_study(sampler=sampler)
+        if self._gp_sampler is None:  # kept: it warm-starts its kernel fit from the last one
+            self._gp_sampler = optuna.samplers.GPSampler(
+                seed=int(self.rng.integers(2**31 - 1)), n_startup_trials=0
+            )
+        study = optuna.create_study(sampler=self._gp_sampler)
 
         def add(x: list[float], y: float) -> None:
             params = {f"u{i}": min(1.0, max(0.0, v)) for i, v in enumerate(x)}
