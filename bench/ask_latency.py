@@ -16,33 +16,10 @@ import platform
 import time
 
 import numpy as np
+from optimizers import hartmann6  # bench/ is this script's folder
 
 from tuner import ContinuousParameter, SearchSpace
 from tuner.strategies import make_strategy
-
-ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-A = np.array(
-    [
-        [10, 3, 17, 3.5, 1.7, 8],
-        [0.05, 10, 17, 0.1, 8, 14],
-        [3, 3.5, 1.7, 10, 17, 8],
-        [17, 8, 0.05, 10, 0.1, 14],
-    ]
-)
-P = 1e-4 * np.array(
-    [
-        [1312, 1696, 5569, 124, 8283, 5886],
-        [2329, 4135, 8307, 3736, 1004, 9991],
-        [2348, 1451, 3522, 2883, 3047, 6650],
-        [4047, 8828, 8732, 5743, 1091, 381],
-    ]
-)
-
-
-def hartmann6(x: np.ndarray) -> float:
-    """Hartmann-6 (minimum -3.32237 at a known point of the unit cube)."""
-    return float(-np.sum(ALPHA * np.exp(-np.sum(A * (x - P) ** 2, axis=1))))
-
 
 SPACE = SearchSpace({f"x{i}": ContinuousParameter(0.0, 1.0, "Linear") for i in range(6)})
 

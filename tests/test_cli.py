@@ -74,26 +74,17 @@ def test_run_list_describe_export(tmp_path):
     assert (tmp_path / "jobs.csv").read_text().count("cli-1-") == 4
 
 
-def test_stop_from_another_process(tmp_path):
-    data = definition(tmp_path, max_jobs=4, max_parallel_jobs=2)
+def start_long_run(tmp_path: Path, name: str, max_jobs: int, **pipes) -> subprocess.Popen:
+    """``tuner run`` in the background, its jobs sleeping for a minute."""
+    data = definition(tmp_path, max_jobs=max_jobs, max_parallel_jobs=2)
     data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
     env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tuner",
-            "run",
-            str(write(tmp_path, data)),
-            "--name",
-            "long",
-            "--no-progress",
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    command = [sys.executable, "-m", "tuner", "run", str(write(tmp_path, data)), "--name", name]
+    return subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, env=env, text=True, **pipes)
+
+
+def test_stop_from_another_process(tmp_path):
+    run = start_long_run(tmp_path, "long", 4, stdout=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while "InProgress" not in tuner(tmp_path, "list").stdout:
         assert time.monotonic() < deadline
@@ -107,25 +98,7 @@ def test_stop_from_another_process(tmp_path):
 
 
 def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path):
-    data = definition(tmp_path, max_jobs=2, max_parallel_jobs=2)
-    data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
-    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tuner",
-            "run",
-            str(write(tmp_path, data)),
-            "--name",
-            "intr",
-            "--no-progress",
-        ],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = start_long_run(tmp_path, "intr", 2, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while not list((tmp_path / "runs" / "intr").glob("*/output/argv.json")):
         assert time.monotonic() < deadline
