@@ -108,11 +108,10 @@ def _summary(record: TuningJob) -> dict[str, Any]:
     }
 
 
-def tail_lines(path: Path, lines: int) -> bytes:
-    """The last ``lines`` lines of a file, read from its end."""
+def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
+    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default)."""
     with open(path, "rb") as f:
-        f.seek(0, 2)
-        position = f.tell()
+        position = f.seek(0, 2) if end is None else end
         data = b""
         while position > 0 and data.count(b"\n") <= lines:
             step = min(65536, position)
@@ -249,17 +248,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The job's log (stdout and stderr); ``tail`` keeps the last lines, ``follow``
         streams what is written until the job ends."""
         job = store.get_training_job(name)
-        path = Path(job.workdir or "") / LOG_FILE
-        if job.workdir is None or not path.exists():
-            return PlainTextResponse("")
-        start = path.stat().st_size
-        head = tail_lines(path, tail) if tail else path.read_bytes()[:start]
         if not follow:
-            return PlainTextResponse(head.decode("utf-8", "replace"))
+            path = Path(job.workdir or "") / LOG_FILE
+            if job.workdir is None or not path.exists():
+                return PlainTextResponse("")
+            text = tail_lines(path, tail) if tail else path.read_bytes()
+            return PlainTextResponse(text.decode("utf-8", "replace"))
 
         def stream() -> Iterator[bytes]:
-            yield head
-            offset, deadline = start, time.monotonic() + FOLLOW_LIMIT_SECONDS
+            deadline = time.monotonic() + FOLLOW_LIMIT_SECONDS
+            current = job
+            while current.workdir is None or not (Path(current.workdir) / LOG_FILE).exists():
+                if current.status.terminal or time.monotonic() >= deadline:
+                    return  # ended before it ever started (or never started in time)
+                time.sleep(FOLLOW_POLL_SECONDS)
+                current = store.get_training_job(name)
+            path = Path(current.workdir) / LOG_FILE
+            offset = path.stat().st_size
+            yield tail_lines(path, tail, offset) if tail else path.read_bytes()[:offset]
             while time.monotonic() < deadline:
                 with open(path, "rb") as f:
                     f.seek(offset)

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
 from tuner import TrainingStatus, TuningJobDefinition, TuningStatus
@@ -118,15 +120,28 @@ def test_a_scheduler_that_lost_its_lease_leaves_the_jobs_alone(tmp_path, sqlite_
     assert set(runs_per_job(store).values()) == {1}
 
 
-def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(tmp_path, sqlite_url):
+@pytest.mark.parametrize(
+    "lost", ["nothing", "handle file", "handle file, and the job ended meanwhile"]
+)
+def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(
+    tmp_path, sqlite_url, lost
+):
     from tuner.launchers import LocalLauncher
+    from tuner.launchers.tracked import HANDLE_FILE
 
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=1.0, max_jobs=1, max_parallel_jobs=1)
     store.create_tuning_job("resume", d.to_json())
     job = store.create_training_job("resume", 1, {"x": 0.5})
     dead_tuner = Scheduler(d, "resume", store)
-    LocalLauncher().start(dead_tuner._spec(job))  # started; then the tuner "died"
+    spec = dead_tuner._spec(job)
+    handle = dead_tuner.launcher.start(spec)  # started; then the tuner "died"
+    if lost != "nothing":  # it died before it could write the handle file
+        (spec.workdir / HANDLE_FILE).unlink()
+    if "ended" in lost:
+        wait_for(lambda: not dead_tuner.launcher.poll(handle).running)
     Scheduler(d, "resume", store).run()
-    assert store.get_training_job(job.name).status is TrainingStatus.COMPLETED
+    ended = store.get_training_job(job.name)
+    assert ended.status is TrainingStatus.COMPLETED, ended.failure_reason
     assert set(runs_per_job(store).values()) == {1}
+    assert isinstance(dead_tuner.launcher, LocalLauncher)

@@ -13,6 +13,8 @@ from tests.api.conftest import client, definition, wait_status
 from tests.conftest import FAKE_TRAIN
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.errors import NotFoundError, ValidationError
+from tuner.records import TrainingStatus
+from tuner.storage import Store
 
 ENDPOINTS = [
     ("GET", "/tuning-jobs"),
@@ -77,6 +79,32 @@ def test_logs_follow_streams_until_the_job_ends(http):
         text = "".join(r.iter_text())
     assert "[Epoch 1]" in text and text.rstrip().endswith("done")
     assert time.monotonic() - began > 0.5  # it waited for the job to write
+
+
+def test_logs_follow_waits_for_a_job_that_has_not_started(server, http, sqlite_url, tmp_path):
+    store = Store(sqlite_url)  # a tuning job held by another process, its job still Pending
+    store.create_tuning_job("elsewhere", definition("elsewhere"), "other-host:1", ttl=3600)
+    store.create_training_job("elsewhere", 1, {"x": 0.5, "y": 0.5})
+    received: list[str] = []
+
+    def follow() -> None:
+        with http.stream("GET", "/training-jobs/elsewhere-001/logs", params={"follow": True}) as r:
+            received.extend(r.iter_text())
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    time.sleep(1.0)
+    workdir = tmp_path / "elsewhere-001"
+    workdir.mkdir()
+    (workdir / "log.txt").write_text("[Epoch 0] validation: accuracy=0.5\n")
+    store.mark_started("elsewhere-001", "local:0:0:elsewhere-001", str(workdir))
+    time.sleep(0.5)
+    with open(workdir / "log.txt", "a") as f:
+        f.write("done\n")
+    store.finish_training_job("elsewhere-001", TrainingStatus.COMPLETED, 0.5)
+    reader.join(30)
+    assert not reader.is_alive()
+    assert "".join(received) == "[Epoch 0] validation: accuracy=0.5\ndone\n"
 
 
 def test_list_filters_and_pages(http):

@@ -7,8 +7,11 @@ through ``CUDA_VISIBLE_DEVICES``. Stopping signals the whole process group: SIGT
 after ``grace_period`` seconds; when the job's main process ends, whatever it left behind in its
 group is killed too. The job's handle is written to ``<workdir>/handle`` as soon as it has
 started, so a tuner that dies before recording the start can be resumed without running the job
-twice (``recover``). The folder of the tuner's own Python interpreter comes first on the job's
-PATH, so ``python`` in a command is the tuner's virtualenv, as if it were activated.
+twice (``recover``); a tuner killed between starting the process and writing that file is covered
+too: every job carries its folder in ``TUNER_LAUNCH_FOLDER``, by which ``recover`` finds it among
+the running processes, and a job that ran and ended meanwhile is known by its log. The folder of
+the tuner's own Python interpreter comes first on the job's PATH, so ``python`` in a command is
+the tuner's virtualenv, as if it were activated.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
+
+LAUNCH_MARKER = "TUNER_LAUNCH_FOLDER"
 
 
 @dataclass
@@ -63,6 +68,20 @@ def _alive(pid: int, ticks: int) -> bool:
     return fields[0] != "Z" and int(fields[19]) == ticks
 
 
+def _find_process(marker: bytes) -> int | None:
+    """The pid of a running process whose environment holds ``marker`` (``NAME=value``)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            return int(entry.name)
+    return None
+
+
 def _with_interpreter_dir(path: str) -> str:
     """PATH with the running interpreter's folder first, as an activated virtualenv has it."""
     here = str(Path(sys.executable).parent)
@@ -95,6 +114,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
         env = {**os.environ, **spec.env}
         env["PATH"] = _with_interpreter_dir(env.get("PATH", ""))
+        env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
@@ -145,11 +165,25 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         return True
 
     def recover(self, spec: LaunchSpec) -> str | None:
-        """The handle written into the job's folder when it was started, if any."""
-        try:
-            return (spec.workdir / HANDLE_FILE).read_text().strip() or None
-        except OSError:
+        """The handle of a job started for ``spec`` whose start was never recorded, if any.
+
+        That is the handle written into the job's folder; else the handle of the process that
+        carries the job's folder as its launch marker; else, when the job's log exists, a handle
+        that ``adopt`` takes as a job that has already ended.
+        """
+        with contextlib.suppress(OSError):
+            if handle := (spec.workdir / HANDLE_FILE).read_text().strip():
+                return handle
+        marker = f"{LAUNCH_MARKER}={spec.workdir}".encode()
+        pid = _find_process(marker)
+        if pid is not None and (ticks := _start_ticks(pid)):
+            handle = f"local:{pid}:{ticks}:{spec.name}"
+        elif (spec.workdir / LOG_FILE).exists():
+            handle = f"local:0:0:{spec.name}"
+        else:
             return None
+        _write_atomically(spec.workdir / HANDLE_FILE, handle)
+        return handle
 
     def _signal(self, job: _LocalJob, sig: int) -> None:
         if job.process is None and not _alive(job.pid, job.ticks):

@@ -1,0 +1,54 @@
+"""What only the local launcher promises: recovering a job whose tuner died between starting
+its process and writing its handle (simulated here by removing the handle file)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from tuner.launchers import LaunchSpec, LocalLauncher
+from tuner.launchers.tracked import HANDLE_FILE
+
+
+def spec(tmp_path: Path, code: str) -> LaunchSpec:
+    return LaunchSpec(name="job-1", argv=[sys.executable, "-c", code], workdir=tmp_path / "job-1")
+
+
+def test_recover_finds_the_running_process_by_its_launch_marker(tmp_path):
+    job = spec(tmp_path, "import time; print('up', flush=True); time.sleep(60)")
+    first = LocalLauncher(grace_period=1)
+    handle = first.start(job)
+    (job.workdir / HANDLE_FILE).unlink()
+
+    second = LocalLauncher(grace_period=1)
+    assert second.recover(job) == handle
+    assert (job.workdir / HANDLE_FILE).read_text() == handle
+    assert second.adopt(handle, job)
+    assert second.poll(handle).running
+    second.stop(handle)
+    deadline = time.monotonic() + 30
+    while second.poll(handle).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first.poll(handle)  # reap the child in the first launcher
+
+
+def test_recover_takes_a_job_that_ran_and_ended_meanwhile_as_ended(tmp_path):
+    job = spec(tmp_path, "print('accuracy=0.9')")
+    first = LocalLauncher()
+    handle = first.start(job)
+    while first.poll(handle).running:
+        time.sleep(0.02)
+    (job.workdir / HANDLE_FILE).unlink()
+
+    second = LocalLauncher()
+    recovered = second.recover(job)
+    assert recovered is not None and second.adopt(recovered, job)
+    status = second.poll(recovered)
+    assert not status.running and status.exit_code is None
+    assert second.read_logs(recovered) == b"accuracy=0.9\n"
+
+
+def test_nothing_to_recover_for_a_job_never_started(tmp_path):
+    assert LocalLauncher().recover(spec(tmp_path, "pass")) is None
