@@ -48,6 +48,9 @@ class TrainingJobOut(BaseModel):
     started_at: float | None
     ended_at: float | None
     duration: float | None
+    running_at: float | None = None
+    queued_seconds: float | None = None
+    artifacts_uri: str | None = None
 
 
 class Objective(BaseModel):

@@ -154,7 +154,27 @@ BAD = [
     ({"job_definition": {"launcher": "docker"}}, "launcher='docker' needs an image"),
     (
         {"job_definition": {"command": ["x"], "gpus_per_job": 2, "gpus": ["0"]}},
-        "gpus_per_job=2 needs at least that many ids in gpus, got gpus=['0']",
+        "gpus_per_job=2 needs at least 2 ids in gpus, got gpus=['0']",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "gpus_per_job": 0.3, "gpus": ["0"]}},
+        "gpus_per_job below 1 must be 1/k of a GPU (0.5, 0.25, ...), got 0.3",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "gpus_per_job": 1.5, "gpus": ["0", "1"]}},
+        "gpus_per_job above 1 must be a whole number, got 1.5",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "launcher": "slurm", "gpus_per_job": 0.25}},
+        "gpus_per_job=0.25 on Slurm needs slurm_shards_per_gpu",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "launcher": "slurm", "slurm_options": ["-p x"]}},
+        "slurm_options must be like --qos=high, got '-p x'",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "output_s3_uri": "bucket/prefix"}},
+        "an S3 location must look like s3://bucket/prefix, got 'bucket/prefix'",
     ),
     (
         {"job_definition": {"command": ["x"], "max_runtime": -1}},

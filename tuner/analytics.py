@@ -37,14 +37,17 @@ class TuningJobAnalytics:
             row["FinalObjectiveValue"] = job.objective
             row["ObjectiveMetricName"] = self.objective_metric_name
             row["FailureReason"] = job.failure_reason
-            row["TrainingStartTime"] = _time(job.started_at)
+            row["TrainingStartTime"] = _time(job.running_at or job.started_at)
             row["TrainingEndTime"] = _time(job.ended_at)
             row["TrainingElapsedTimeSeconds"] = job.duration
+            row["QueuedSeconds"] = job.queued_seconds
+            row["ArtifactsUri"] = job.artifacts_uri
             rows.append(row)
         columns = [
             "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
             *self.parameters, "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason",
             "TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds",
+            "QueuedSeconds", "ArtifactsUri",
         ]  # fmt: skip
         return pd.DataFrame(rows, columns=columns)
 

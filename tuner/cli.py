@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -54,10 +55,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"best {definition.objective_metric_name}={best[0]:.6g}{failed}" if best else failed
         )
 
+    def on_ctrl_c(_signum: int, _frame: object) -> None:
+        """First Ctrl-C: stop the running jobs and end the tuning job; a second one: quit."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        tuner.interrupt()
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         tuner.fit(wait=True, on_event=on_event)
     finally:
+        signal.signal(signal.SIGINT, previous)
         bar.close()
+    if tuner.describe()["status_reason"] == "interrupted":
+        print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
+        return 130
     print(summary(tuner))
     return 1 if tuner.describe()["status"] == TuningStatus.FAILED.value else 0
 

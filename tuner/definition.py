@@ -8,6 +8,7 @@ created or launched before a definition has passed.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -16,6 +17,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tuner.artifacts import split_s3_uri
 from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
 from tuner.parameters import parameter_from_dict
@@ -37,9 +39,19 @@ class JobDefinition(_Strict):
     ``--name value``, static ones first. ``gpus`` lists the GPU ids the local launcher hands
     out, ``gpus_per_job`` GPUs per job, ``jobs_per_gpu`` jobs sharing one GPU.
     ``max_runtime`` (seconds) stops a job that runs longer; it then counts as failed.
+    ``gpus_per_job`` may be a fraction 1/k of a GPU (0.5, 0.25...): k jobs share one GPU, and
+    each job sees ``TUNER_GPU_FRACTION`` so it can cap its memory.
     ``launcher="docker"`` runs each job as a container of ``image`` (``command``, optional,
     then comes before the hyperparameters as the container's command), with ``cpus``,
     ``memory`` (e.g. ``"8g"``), ``network`` and ``docker_host``.
+    ``launcher="slurm"`` submits each job with ``sbatch``: ``command``, or with ``image`` the
+    ``container_command`` (default ``apptainer exec --nv``) then the image then ``command``;
+    Slurm assigns the GPUs (``gpus`` is not used), with ``cpus``, ``memory`` (e.g. ``"8G"``),
+    ``slurm_partition``, ``slurm_shards_per_gpu`` (what the cluster's gres.conf gives each GPU;
+    needed for fractions) and ``slurm_options`` (more ``--option=value`` for sbatch).
+    ``output_s3_uri`` (``s3://bucket/prefix``) uploads each job's log and outputs under
+    ``<prefix>/<tuning job>/<training job>/`` when it ends (``s3_endpoint_url`` overrides the
+    endpoint of boto3's usual configuration, for S3-compatible stores).
     Each job gets its own folder ``<output_path>/<tuning job>/<training job>/`` holding
     ``log.txt`` and ``output/`` (``TUNER_OUTPUT_DIR``); the command runs in
     ``working_directory`` (default: the directory the tuner was started from, made absolute
@@ -49,8 +61,8 @@ class JobDefinition(_Strict):
     command: list[str] | None = None
     image: str | None = None
     static_hyperparameters: dict[str, StaticValue] = Field(default_factory=dict)
-    launcher: Literal["local", "docker"] = "local"
-    gpus_per_job: int = Field(0, ge=0)
+    launcher: Literal["local", "docker", "slurm"] = "local"
+    gpus_per_job: float = Field(0, ge=0)
     gpus: list[str | int] = Field(default_factory=list)
     jobs_per_gpu: int = Field(1, ge=1)
     max_runtime: float | None = Field(None, gt=0)
@@ -62,6 +74,22 @@ class JobDefinition(_Strict):
     memory: str | None = None
     network: str | None = None
     docker_host: str | None = None
+    slurm_partition: str | None = None
+    slurm_shards_per_gpu: int | None = Field(None, ge=1)
+    slurm_options: list[str] = Field(default_factory=list)
+    container_command: list[str] = Field(default_factory=lambda: ["apptainer", "exec", "--nv"])
+    output_s3_uri: str | None = None
+    s3_endpoint_url: str | None = None
+
+    @field_validator("output_s3_uri")
+    @classmethod
+    def _s3_uri(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                split_s3_uri(value)
+            except ValidationError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("command")
     @classmethod
@@ -81,8 +109,43 @@ class JobDefinition(_Strict):
                 raise ValueError(f"names and values cannot be empty or hold NUL or '=', got {k!r}")
         return value
 
+    @field_validator("gpus_per_job")
+    @classmethod
+    def _gpu_share(cls, value: float) -> float:
+        if value >= 1 and value != int(value):
+            raise ValueError(f"gpus_per_job above 1 must be a whole number, got {value:g}")
+        if 0 < value < 1 and abs(1 / value - round(1 / value)) > 1e-6:
+            raise ValueError(
+                f"gpus_per_job below 1 must be 1/k of a GPU (0.5, 0.25, ...), got {value:g}"
+            )
+        return value
+
+    @field_validator("slurm_options")
+    @classmethod
+    def _long_options(cls, value: list[str]) -> list[str]:
+        for option in value:
+            if not option.startswith("--") or "\x00" in option:
+                raise ValueError(f"slurm_options must be like --qos=high, got {option!r}")
+        return value
+
+    @property
+    def argv_prefix(self) -> list[str]:
+        """What comes before the hyperparameters in each job's argv."""
+        if self.launcher == "slurm" and self.image:
+            return [*self.container_command, self.image, *(self.command or [])]
+        return list(self.command or [])
+
     @model_validator(mode="after")
     def _one_target(self) -> JobDefinition:
+        if self.launcher == "slurm":
+            if self.command is None and self.image is None:
+                raise ValueError("launcher='slurm' needs a command (argv) or an image")
+            if 0 < self.gpus_per_job < 1 and not self.slurm_shards_per_gpu:
+                raise ValueError(
+                    f"gpus_per_job={self.gpus_per_job:g} on Slurm needs slurm_shards_per_gpu "
+                    "(the shards the cluster's gres.conf gives each GPU)"
+                )
+            return self
         if self.launcher == "docker" and not self.image:
             raise ValueError("launcher='docker' needs an image")
         if self.launcher == "local" and self.image is not None:
@@ -91,10 +154,10 @@ class JobDefinition(_Strict):
             )
         if self.launcher == "local" and self.command is None:
             raise ValueError("a job definition for the local launcher needs a command (argv)")
-        if self.gpus_per_job > 0 and self.gpus_per_job > len(self.gpus):
+        if self.gpus_per_job > 0 and math.ceil(self.gpus_per_job) > len(self.gpus):
             raise ValueError(
-                f"gpus_per_job={self.gpus_per_job} needs at least that many ids in gpus, "
-                f"got gpus={self.gpus}"
+                f"gpus_per_job={self.gpus_per_job:g} needs at least "
+                f"{math.ceil(self.gpus_per_job)} ids in gpus, got gpus={self.gpus}"
             )
         return self
 

@@ -70,11 +70,23 @@ class TrainingJob:
     workdir: str | None
     gpus: str | None
     created_at: float
-    started_at: float | None
+    started_at: float | None  # launched (for a cluster: submitted to its queue)
     ended_at: float | None
+    running_at: float | None = None  # its program began running
+    artifacts_uri: str | None = None  # where its outputs were uploaded (s3://...)
 
     @property
     def duration(self) -> float | None:
-        if self.started_at is None or self.ended_at is None:
+        """Seconds of training: from when it began running (not queued) to its end."""
+        began = self.running_at if self.running_at is not None else self.started_at
+        if began is None or self.ended_at is None:
             return None
-        return self.ended_at - self.started_at
+        return self.ended_at - began
+
+    @property
+    def queued_seconds(self) -> float | None:
+        """Seconds it waited in a queue between its launch and the start of its program."""
+        if self.started_at is None:
+            return None
+        began = self.running_at if self.running_at is not None else self.ended_at
+        return None if began is None else max(0.0, began - self.started_at)

@@ -24,22 +24,28 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, TunerError
-from tuner.launchers import Launcher, LaunchSpec, LocalLauncher
+from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
+from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
 from tuner.space import Config
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
+
+log = logging.getLogger("tuner.scheduler")
 
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
@@ -75,22 +81,32 @@ def training_argv(command: list[str], static: dict[str, Any], config: Config) ->
 def launcher_for(definition: TuningJobDefinition) -> Launcher:
     """The launcher a job definition names, configured by it."""
     job = definition.job_definition
+    if job.launcher == "slurm":
+        from tuner.launchers.slurm import SlurmLauncher
+
+        return SlurmLauncher(
+            partition=job.slurm_partition,
+            cpus_per_job=job.cpus,
+            memory=job.memory,
+            shards_per_gpu=job.slurm_shards_per_gpu,
+            sbatch_options=job.slurm_options,
+            grace_period=job.grace_period,
+        )
+    jobs_per_gpu = jobs_per_gpu_for(job.gpus_per_job, job.jobs_per_gpu)
     if job.launcher == "docker":
         from tuner.launchers.docker import DockerLauncher
 
         return DockerLauncher(
             job.image or "",
             gpus=job.gpus,
-            jobs_per_gpu=job.jobs_per_gpu,
+            jobs_per_gpu=jobs_per_gpu,
             grace_period=job.grace_period,
             cpus=job.cpus,
             memory=job.memory,
             network=job.network,
             docker_host=job.docker_host,
         )
-    return LocalLauncher(
-        gpus=job.gpus, jobs_per_gpu=job.jobs_per_gpu, grace_period=job.grace_period
-    )
+    return LocalLauncher(gpus=job.gpus, jobs_per_gpu=jobs_per_gpu, grace_period=job.grace_period)
 
 
 @dataclass
@@ -101,6 +117,7 @@ class _Running:
     parser: LogMetricParser
     points: list[MetricPoint] = field(default_factory=list)
     stored: int = 0  # points of this job already in the store (after a re-attach)
+    began_at: float | None = None  # when its program began running (recorded once)
 
 
 class Scheduler:
@@ -135,6 +152,7 @@ class Scheduler:
         self.metric_definitions = definition.metrics()
         self.on_event = on_event
         self.stop_event = stop_event or threading.Event()
+        self.stop_reason = "stopped on request"  # recorded when stop_event ends the run
         self.poll_interval = poll_interval
         self.owner = owner
         self.lease_seconds = lease_seconds
@@ -149,6 +167,12 @@ class Scheduler:
         self.best: TrainingJob | None = None
         self.since_improvement = 0
         self.workdir = Path(definition.job_definition.output_path) / name
+        jd = definition.job_definition
+        self.uploader = (
+            ArtifactUploader(jd.output_s3_uri, jd.s3_endpoint_url) if jd.output_s3_uri else None
+        )
+        self.uploads: dict[str, Future[str]] = {}
+        self._upload_pool: ThreadPoolExecutor | None = None
         self._last_stop_check = 0.0
 
     # The loop
@@ -180,6 +204,7 @@ class Scheduler:
         sleep = MIN_SLEEP
         while True:
             self._heartbeat()
+            self._record_uploads()
             progressed = self._poll_running()
             verdict = self._verdict()
             if verdict is not None:
@@ -202,7 +227,7 @@ class Scheduler:
         """A reason to end the tuning job now, or None to go on."""
         d = self.definition
         if self._stop_requested():
-            return TuningStatus.STOPPED, "stopped on request"
+            return TuningStatus.STOPPED, self.stop_reason
         if d.max_failed_jobs is not None and self.failed >= d.max_failed_jobs:
             return TuningStatus.FAILED, (
                 f"max_failed_jobs={d.max_failed_jobs} reached: {self.failed} training jobs failed"
@@ -274,9 +299,10 @@ class Scheduler:
     def _spec(self, job: TrainingJob) -> LaunchSpec:
         jd = self.definition.job_definition
         workdir = (self.workdir / job.name).resolve()
+        share = {"TUNER_GPU_FRACTION": f"{jd.gpus_per_job:g}"} if 0 < jd.gpus_per_job < 1 else {}
         return LaunchSpec(
             name=job.name,
-            argv=training_argv(jd.command or [], jd.static_hyperparameters, job.hyperparameters),
+            argv=training_argv(jd.argv_prefix, jd.static_hyperparameters, job.hyperparameters),
             workdir=workdir,
             cwd=Path(jd.working_directory) if jd.working_directory else None,
             env={
@@ -284,6 +310,7 @@ class Scheduler:
                 "TUNER_TRIAL_NAME": job.name,
                 "TUNER_TUNING_JOB_NAME": self.name,
                 "TUNER_OUTPUT_DIR": str(workdir / "output"),
+                **share,
             },
             gpus_per_job=jd.gpus_per_job,
             max_runtime=jd.max_runtime,
@@ -316,9 +343,12 @@ class Scheduler:
         for name in list(self.running):
             run = self.running[name]
             status = self.launcher.poll(run.handle)
+            if run.began_at is None and status.began_at is not None:
+                run.began_at = status.began_at
+                run.job = self.store.mark_running(run.job.name, status.began_at, status.gpus)
             self._read_logs(run, final=not status.running)
             if not status.running:
-                self._finish(run, status.exit_code, status.timed_out, status.stopped)
+                self._finish(run, status)
                 progressed = True
         return progressed
 
@@ -335,29 +365,54 @@ class Scheduler:
             self.store.add_metric_points(run.job.name, points)
             run.points.extend(points)
 
-    def _finish(self, run: _Running, exit_code: int | None, timed_out: bool, stopped: bool) -> None:
+    def _finish(self, run: _Running, status: JobStatus) -> None:
         del self.running[run.job.name]
+        exit_code, timed_out, stopped = status.exit_code, status.timed_out, status.stopped
         d = self.definition
         objective = final_objective(run.points, d.objective_metric_name, d.aggregation, d.maximize)
-        status, reason = TrainingStatus.COMPLETED, None
+        outcome, reason = TrainingStatus.COMPLETED, None
         last = f"; last log line: {run.parser.last_line[:300]!r}" if run.parser.last_line else ""
         if stopped:
-            status, reason = TrainingStatus.STOPPED, "stopped by the tuner"
+            outcome, reason = TrainingStatus.STOPPED, "stopped by the tuner"
         elif timed_out:
-            status = TrainingStatus.FAILED
+            outcome = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"
         elif exit_code not in (0, None):  # None: a re-attached job, not our child
-            status, reason = TrainingStatus.FAILED, f"exited with code {exit_code}{last}"
+            outcome, reason = TrainingStatus.FAILED, f"exited with code {exit_code}{last}"
         elif objective is None:
-            status = TrainingStatus.FAILED
+            outcome = TrainingStatus.FAILED
             reason = (
                 f"objective metric {d.objective_metric_name!r} was never reported in the log{last}"
             )
         elif not math.isfinite(objective):
-            status = TrainingStatus.FAILED
+            outcome = TrainingStatus.FAILED
             reason = f"objective metric {d.objective_metric_name!r} is {objective}"
-        ended = self.store.finish_training_job(run.job.name, status, objective, reason, exit_code)
+        ended = self.store.finish_training_job(
+            run.job.name, outcome, objective, reason, exit_code, status.began_at
+        )
+        self._upload(ended)
         self._record_end(ended, run.config)
+
+    def _upload(self, job: TrainingJob) -> None:
+        """Start uploading the ended job's log and outputs (in the background)."""
+        if self.uploader is None or job.workdir is None:
+            return
+        if self._upload_pool is None:
+            self._upload_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="upload")
+        self.uploads[job.name] = self._upload_pool.submit(
+            self.uploader.upload, self.name, job.name, Path(job.workdir)
+        )
+
+    def _record_uploads(self, wait: bool = False) -> None:
+        """Record the location of every finished upload; log the ones that failed."""
+        for name, future in list(self.uploads.items()):
+            if not (wait or future.done()):
+                continue
+            del self.uploads[name]
+            try:
+                self.store.set_artifacts_uri(name, future.result())
+            except TunerError as exc:
+                log.warning("outputs of %s were not uploaded: %s", name, exc)
 
     def _record_end(self, job: TrainingJob, config: Config) -> None:
         if job.status is TrainingStatus.COMPLETED:
@@ -418,6 +473,7 @@ class Scheduler:
                 LogMetricParser(self.metric_definitions),
                 points=stored,
                 stored=len(stored),
+                began_at=job.running_at,
             )
             self.strategy.mark_pending(job.hyperparameters)
             return
@@ -436,6 +492,9 @@ class Scheduler:
             self._poll_running()
             if self.running:
                 time.sleep(0.02)
+        self._record_uploads(wait=True)
+        if self._upload_pool is not None:
+            self._upload_pool.shutdown()
         self.launcher.close()
 
     def _emit(self, kind: str, job: TrainingJob) -> None:

@@ -54,11 +54,11 @@ class TuningService:
 
     def submit(self, definition: TuningJobDefinition) -> TuningJob:
         """Validate, record and start a tuning job; its folders live under ``runs_dir``."""
-        command = definition.job_definition.command or []
-        if self.allowed_programs and command[0] not in self.allowed_programs:
+        argv = definition.job_definition.argv_prefix
+        if self.allowed_programs and argv and argv[0] not in self.allowed_programs:
             raise ValidationError(
-                f"job_definition.command[0] must be one of the programs this service allows "
-                f"{self.allowed_programs}, got {command[0]!r}"
+                f"the program each job runs must be one of the programs this service allows "
+                f"{self.allowed_programs}, got {argv[0]!r}"
             )
         name = definition.name or default_name()
         jd = definition.job_definition.model_copy(

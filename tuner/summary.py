@@ -36,11 +36,12 @@ def training_job_dict(job: TrainingJob) -> dict[str, Any]:
     data["status"] = job.status.value
     data["objective_status"] = job.objective_status.value
     data["duration"] = job.duration
+    data["queued_seconds"] = job.queued_seconds
     return data
 
 
 def training_job_from_dict(data: dict[str, Any]) -> TrainingJob:
-    fields = {k: v for k, v in data.items() if k != "duration"}
+    fields = {k: v for k, v in data.items() if k not in ("duration", "queued_seconds")}
     fields["status"] = TrainingStatus(fields["status"])
     fields["objective_status"] = ObjectiveStatus(fields["objective_status"])
     return TrainingJob(**fields)

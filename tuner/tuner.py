@@ -146,6 +146,7 @@ class HyperparameterTuner:
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._scheduler: Scheduler | None = None
         self._error: BaseException | None = None
 
     @classmethod
@@ -228,6 +229,7 @@ class HyperparameterTuner:
             owner=owner,
             lease_seconds=LEASE_SECONDS,
         )
+        self._scheduler = scheduler
         if wait:
             scheduler.run()
             return self
@@ -271,6 +273,13 @@ class HyperparameterTuner:
                     f"tuning job {name} still {description['status']} after {timeout}s"
                 )
             time.sleep(poll_interval)
+
+    def interrupt(self) -> None:
+        """Stop a tuning job this process runs, from a signal handler (it touches nothing but
+        an event): running training jobs are stopped and the tuning job ends as Stopped."""
+        if self._scheduler is not None:
+            self._scheduler.stop_reason = "interrupted"
+        self._stop.set()
 
     def stop(self) -> dict[str, Any]:
         """Stop the tuning job: running training jobs are stopped, none is started."""

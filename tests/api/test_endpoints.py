@@ -187,7 +187,7 @@ BAD = [
     (
         {**definition(), "job_definition": {"command": ["/bin/sh", "-c", "id"]}},
         400,
-        "command[0] must be one of the programs this service allows",
+        "the program each job runs must be one of the programs this service allows",
     ),
     (
         {"HyperParameterTuningJobConfig": {}},

@@ -3,7 +3,10 @@ engine (``TUNER_TEST_DOCKER_HOST``, started by ``.ci/docker.sh``)."""
 
 from __future__ import annotations
 
+import getpass
 import os
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,10 +38,53 @@ def docker_image(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> 
         client.close()
 
 
-@pytest.fixture(params=["local", "docker"])
+@pytest.fixture(scope="session")
+def slurm_conf() -> Iterator[str]:
+    """A Slurm cluster's config (``TUNER_TEST_SLURM_CONF``, started by ``.ci/slurm.sh``)."""
+    conf = os.environ.get("TUNER_TEST_SLURM_CONF")
+    if not conf:
+        skip_or_fail("TUNER_TEST_SLURM_CONF is not set (start a cluster with .ci/slurm.sh)")
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(conf)
+    yield str(conf)
+    if previous is None:
+        del os.environ["SLURM_CONF"]
+    else:
+        os.environ["SLURM_CONF"] = previous
+
+
+def cancel_all_slurm_jobs() -> None:
+    """Leave the test cluster empty for the next test."""
+    subprocess.run(["scancel", "--user", getpass.getuser()], check=False)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "-h"], capture_output=True, text=True, check=False)
+        if not queue.stdout.strip():
+            return
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def slurm(slurm_conf: str) -> Iterator[str]:
+    """The test cluster, emptied of jobs after the test."""
+    yield slurm_conf
+    cancel_all_slurm_jobs()
+
+
+@pytest.fixture(params=["local", "docker", "slurm"])
 def make(request: pytest.FixtureRequest) -> Iterator[Callable[..., Launcher]]:
     if request.param == "local":
         yield LocalLauncher
+        return
+    if request.param == "slurm":
+        from tuner.launchers.slurm import SlurmLauncher
+
+        request.getfixturevalue("slurm")
+
+        def slurm_factory(**kw: object) -> Launcher:
+            return SlurmLauncher(poll_interval=0.2, **kw)  # type: ignore[arg-type]
+
+        yield slurm_factory
         return
     from tuner.launchers.docker import DockerLauncher
 
@@ -61,7 +107,9 @@ def make(request: pytest.FixtureRequest) -> Iterator[Callable[..., Launcher]]:
 
 
 def kind(make: Callable[..., Launcher]) -> str:
-    return "local" if make is LocalLauncher else "docker"
+    if make is LocalLauncher:
+        return "local"
+    return "slurm" if make.__name__ == "slurm_factory" else "docker"
 
 
 __all__ = ["Path", "kind"]

@@ -167,3 +167,37 @@ def test_many_processes_may_create_the_schema_at_once(database_url):
     code = "import sys; from tuner.storage import Store; Store(sys.argv[1]).list_tuning_jobs()"
     procs = [subprocess.Popen([sys.executable, "-c", code, database_url]) for _ in range(6)]
     assert [p.wait(60) for p in procs] == [0] * 6
+
+
+def test_a_database_made_by_an_older_version_gains_the_new_columns(database_url):
+    from sqlalchemy import text
+
+    old = Store(database_url)
+    old.create_tuning_job("t", DEFINITION)
+    old.create_training_job("t", 1, {"lr": 0.1})
+    with old.engine.begin() as connection:  # as the version before queue times and S3 made it
+        connection.execute(text("ALTER TABLE training_jobs DROP COLUMN running_at"))
+        connection.execute(text("ALTER TABLE training_jobs DROP COLUMN artifacts_uri"))
+    old.close()
+    new = Store(database_url)
+    assert new.get_training_job("t-001").hyperparameters == {"lr": 0.1}  # nothing lost
+    new.mark_started("t-001", "h", "/w")
+    new.mark_running("t-001", time.time(), "0")
+    assert new.set_artifacts_uri("t-001", "s3://b/t/t-001/").artifacts_uri == "s3://b/t/t-001/"
+    new.close()
+
+
+def test_queue_and_training_time_are_apart(store):
+    store.create_tuning_job("t", DEFINITION)
+    store.create_training_job("t", 1, {"lr": 0.1})
+    store.create_training_job("t", 2, {"lr": 0.2})
+    started = store.mark_started("t-001", "h", "/w").started_at
+    store.mark_running("t-001", started + 5.0, "1")
+    done = store.finish_training_job("t-001", TrainingStatus.COMPLETED, 0.5, began_at=started + 5)
+    assert done.gpus == "1" and done.queued_seconds == pytest.approx(5.0)
+    assert done.duration == pytest.approx(done.ended_at - started - 5.0)
+    store.mark_started("t-002", "h", "/w")  # cancelled while it waited in the queue
+    never = store.finish_training_job("t-002", TrainingStatus.STOPPED)
+    assert never.duration == 0.0 and never.queued_seconds == pytest.approx(
+        never.ended_at - never.started_at
+    )

@@ -1,9 +1,8 @@
-"""Tiny datasets in the exact CIFAR-10 python layout, and moto's S3 server on 127.0.0.1."""
+"""Tiny datasets in the exact CIFAR-10 python layout."""
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -38,23 +37,3 @@ def write_cifar(folder: Path, per_batch: int = 20, seed: int = 0) -> Path:
 def cifar_dir(tmp_path: Path) -> Path:
     write_cifar(tmp_path / "data")
     return tmp_path / "data"
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A moto S3 server on 127.0.0.1; the environment points boto3 at it. Yields its URL."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    for key, value in {
-        "AWS_ENDPOINT_URL": url,
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    yield url
-    server.stop()

@@ -38,19 +38,24 @@ class LaunchSpec:
     workdir: Path  # the job's own folder: its log and its output live here
     cwd: Path | None = None  # where the command runs (default: workdir)
     env: dict[str, str] = field(default_factory=dict)
-    gpus_per_job: int = 0
+    gpus_per_job: float = 0  # whole GPUs, or a fraction (1/k) of one GPU
     max_runtime: float | None = None
 
 
 @dataclass(frozen=True)
 class JobStatus:
-    """A snapshot of one job: ``running`` until it ended, then its ``exit_code``."""
+    """A snapshot of one job: ``running`` until it ended, then its ``exit_code``.
+
+    ``began_at`` (epoch seconds) is when the program began running; None while the job waits
+    in a queue (a cluster launcher), so queue time and training time can be told apart.
+    """
 
     running: bool
     exit_code: int | None = None
     timed_out: bool = False
     stopped: bool = False
     gpus: str | None = None
+    began_at: float | None = None
 
 
 class Launcher(ABC):
@@ -68,7 +73,7 @@ class Launcher(ABC):
     @abstractmethod
     def stop(self, handle: str) -> None: ...
 
-    def free_slots(self, gpus_per_job: int) -> int | None:
+    def free_slots(self, gpus_per_job: float) -> int | None:
         return None
 
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:

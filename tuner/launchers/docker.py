@@ -84,7 +84,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         except Exception as exc:
             raise LaunchError(f"cannot reach the Docker engine: {exc}") from None
 
-    def free_slots(self, gpus_per_job: int) -> int | None:
+    def free_slots(self, gpus_per_job: float) -> int | None:
         return self.slots.free(gpus_per_job)
 
     def device_requests(self, gpus: list[str]) -> list[Any]:
@@ -137,6 +137,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self, handle: str, spec: LaunchSpec, container: Any, started: float, gpus: list[str]
     ) -> None:
         job = _Container(spec, started, gpus, container=container)
+        job.began_at = time.time() - (time.monotonic() - started)
         job.follower = threading.Thread(target=self._follow, args=(job,), daemon=True)
         job.follower.start()
         self._jobs[handle] = job

@@ -20,7 +20,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,9 +29,15 @@ from typing import IO
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
-from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
-
-LAUNCH_MARKER = "TUNER_LAUNCH_FOLDER"
+from tuner.launchers.tracked import (
+    HANDLE_FILE,
+    LAUNCH_MARKER,
+    LOG_FILE,
+    TrackedJob,
+    TrackedLauncher,
+    with_interpreter_dir,
+    write_atomically,
+)
 
 
 @dataclass
@@ -41,12 +46,6 @@ class _LocalJob(TrackedJob):
     pid: int = 0
     ticks: int = 0  # the process's start time in clock ticks, against pid reuse
     log: IO[bytes] | None = None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _start_ticks(pid: int) -> int:
@@ -82,13 +81,6 @@ def _find_process(marker: bytes) -> int | None:
     return None
 
 
-def _with_interpreter_dir(path: str) -> str:
-    """PATH with the running interpreter's folder first, as an activated virtualenv has it."""
-    here = str(Path(sys.executable).parent)
-    parts = [p for p in path.split(os.pathsep) if p and p != here]
-    return os.pathsep.join([here, *parts])
-
-
 class LocalLauncher(TrackedLauncher[_LocalJob]):
     """Runs each job as a local process group (see the module docstring)."""
 
@@ -104,7 +96,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         self.slots = GpuSlots(gpus, jobs_per_gpu)
         self.grace_period = grace_period
 
-    def free_slots(self, gpus_per_job: int) -> int | None:
+    def free_slots(self, gpus_per_job: float) -> int | None:
         return self.slots.free(gpus_per_job)
 
     def start(self, spec: LaunchSpec) -> str:
@@ -113,7 +105,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         spec.workdir.mkdir(parents=True, exist_ok=True)
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
         env = {**os.environ, **spec.env}
-        env["PATH"] = _with_interpreter_dir(env.get("PATH", ""))
+        env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
         env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
@@ -133,7 +125,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             self.slots.release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
-        _write_atomically(spec.workdir / HANDLE_FILE, handle)
+        write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _LocalJob(
             spec,
             time.monotonic(),
@@ -142,6 +134,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             pid=process.pid,
             ticks=_start_ticks(process.pid),
             log=log,
+            began_at=time.time(),
         )
         return handle
 
@@ -156,6 +149,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             uptime = float(Path("/proc/uptime").read_text().split()[0])
             age = max(0.0, uptime - int(ticks) / os.sysconf("SC_CLK_TCK"))
             job = _LocalJob(spec, time.monotonic() - age, pid=int(pid), ticks=int(ticks))
+            job.began_at = time.time() - age
         except ValueError:
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():
@@ -182,7 +176,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             handle = f"local:0:0:{spec.name}"
         else:
             return None
-        _write_atomically(spec.workdir / HANDLE_FILE, handle)
+        write_atomically(spec.workdir / HANDLE_FILE, handle)
         return handle
 
     def _signal(self, job: _LocalJob, sig: int) -> None:

@@ -1,11 +1,21 @@
 """GPU slots: each configured GPU offers ``jobs_per_gpu`` slots; a job takes one slot on each
-of ``gpus_per_job`` distinct GPUs, the least loaded first. Shared by every launcher."""
+of ``gpus_per_job`` distinct GPUs, the least loaded first. Shared by every launcher. A job that
+asks for a fraction of a GPU takes one slot; ``jobs_per_gpu_for`` says how many slots a GPU must
+offer for that fraction."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from tuner.errors import LaunchError, ValidationError
+
+
+def jobs_per_gpu_for(gpus_per_job: float, jobs_per_gpu: int = 1) -> int:
+    """Slots per GPU so that jobs of ``gpus_per_job`` (1/k of a GPU: k slots) fit."""
+    if 0 < gpus_per_job < 1:
+        return max(jobs_per_gpu, round(1 / gpus_per_job))
+    return jobs_per_gpu
 
 
 class GpuSlots:
@@ -19,10 +29,11 @@ class GpuSlots:
         self.load = dict.fromkeys(self.gpus, 0)
         self.held: dict[str, list[str]] = {}
 
-    def free(self, gpus_per_job: int) -> int | None:
+    def free(self, gpus_per_job: float) -> int | None:
         """How many more jobs of this size fit now (None: the job needs no GPU)."""
         if gpus_per_job <= 0:
             return None
+        gpus_per_job = math.ceil(gpus_per_job)
         if gpus_per_job > len(self.gpus):
             return 0
         free = [self.jobs_per_gpu - n for n in self.load.values()]
@@ -35,12 +46,15 @@ class GpuSlots:
                 free[i] -= 1
             count += 1
 
-    def take(self, job: str, count: int) -> list[str]:
-        """Slots on ``count`` distinct GPUs for ``job`` (ids in configured order)."""
-        if count <= 0:
+    def take(self, job: str, gpus_per_job: float) -> list[str]:
+        """Slots on ``gpus_per_job`` distinct GPUs (one for a fraction) for ``job``."""
+        if gpus_per_job <= 0:
             return []
+        count = math.ceil(gpus_per_job)
         if not self.gpus:
-            raise LaunchError(f"job {job} asks for gpus_per_job={count} but no gpus are configured")
+            raise LaunchError(
+                f"job {job} asks for gpus_per_job={gpus_per_job:g} but no gpus are configured"
+            )
         ranked = sorted(self.gpus, key=lambda g: self.load[g])
         chosen = [g for g in ranked if self.load[g] < self.jobs_per_gpu][:count]
         if len(chosen) < count:

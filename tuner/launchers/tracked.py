@@ -3,10 +3,13 @@ the runtime limit, and stopping with a grace period (SIGTERM, then SIGKILL)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from tuner.errors import LaunchError
@@ -15,6 +18,20 @@ from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
 LOG_FILE = "log.txt"
 HANDLE_FILE = "handle"
 READ_CHUNK = 1 << 20
+LAUNCH_MARKER = "TUNER_LAUNCH_FOLDER"  # in each job's environment: the job's folder
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def with_interpreter_dir(path: str) -> str:
+    """PATH with the running interpreter's folder first, as an activated virtualenv has it."""
+    here = str(Path(sys.executable).parent)
+    parts = [p for p in path.split(os.pathsep) if p and p != here]
+    return os.pathsep.join([here, *parts])
 
 
 @dataclass
@@ -27,6 +44,7 @@ class TrackedJob:
     timed_out: bool = False
     stopped: bool = False
     finished: bool = False
+    began_at: float | None = None  # epoch seconds when the program began running
 
 
 J = TypeVar("J", bound=TrackedJob)
@@ -59,10 +77,14 @@ class TrackedLauncher(Launcher, Generic[J]):
             self._terminate(job)
         if job.kill_at is not None and now >= job.kill_at:
             self._signal(job, signal.SIGKILL)
-        return JobStatus(True, None, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+        return JobStatus(
+            True, None, job.timed_out, job.stopped, ",".join(job.gpus) or None, job.began_at
+        )
 
     def _ended(self, job: J, exit_code: int | None) -> JobStatus:
-        return JobStatus(False, exit_code, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+        return JobStatus(
+            False, exit_code, job.timed_out, job.stopped, ",".join(job.gpus) or None, job.began_at
+        )
 
     def read_logs(self, handle: str) -> bytes:
         job = self._job(handle)

@@ -92,6 +92,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
     for arm, members in arms.items():
         curves[arm] = [best_so_far(r, maximize) for r in members]
         bests, jobs_to_best, seconds_to_best, wall, compute = [], [], [], [], 0.0
+        queued = 0.0
         for run, curve in zip(members, curves[arm], strict=True):
             final = curve[-1]["best"] if curve else None
             if final is not None:
@@ -102,7 +103,8 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
             end = run.record.ended_at or max((j.ended_at or 0.0 for j in run.jobs), default=0.0)
             wall.append(max(0.0, end - run.record.created_at))
             gpus = run.record.definition.get("job_definition", {}).get("gpus_per_job", 0) or 0
-            compute += sum(j.duration or 0.0 for j in run.jobs) * max(1, gpus) / 3600
+            compute += sum(j.duration or 0.0 for j in run.jobs) * (gpus or 1) / 3600
+            queued += sum(j.queued_seconds or 0.0 for j in run.jobs) / 3600
         d = members[0].record.definition
         uses_gpus = (d.get("job_definition", {}).get("gpus_per_job") or 0) > 0
         arm_rows.append(
@@ -120,6 +122,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "wall_seconds_median": _median(wall),
                 "compute_hours": compute,
                 "compute_unit": "GPU-hours" if uses_gpus else "CPU-hours",
+                "queued_hours": queued,
                 "completed": sum(
                     j.status is TrainingStatus.COMPLETED for r in members for j in r.jobs
                 ),
@@ -166,6 +169,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "training_job": j.name,
                 "objective": j.objective,
                 "hyperparameters": j.hyperparameters,
+                "artifacts_uri": j.artifacts_uri,
             }
             for run, j in completed[:10]
         ],
@@ -176,6 +180,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
         "training_jobs": [
             {
                 **training_job_dict(j),
+                "queued_seconds": j.queued_seconds,
                 "arm": run.arm,
                 "seed": run.record.definition.get("tags", {}).get("seed"),
             }

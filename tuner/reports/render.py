@@ -163,6 +163,9 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         "failed",
         "stopped",
     ]
+    queues = any(a.get("queued_hours", 0.0) * 3600 >= 1.0 for a in data["arms"])
+    if queues:  # jobs waited in a cluster's queue: show that time apart from training
+        head.insert(head.index(unit) + 1, "queued hours")
     rows = [
         [
             a["arm"],
@@ -175,6 +178,7 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             _fmt(a["seconds_to_best_median"], 3),
             _fmt(a["wall_seconds_median"], 3),
             _fmt(a["compute_hours"], 3),
+            *([_fmt(a.get("queued_hours", 0.0), 3)] if queues else []),
             str(a["failed"]),
             str(a["stopped"]),
         ]
@@ -203,7 +207,9 @@ def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     names = list(data["hyperparameter_ranges"])
+    uploaded = any(t.get("artifacts_uri") for t in data["top"])
     head = ["#", "arm", "training job", data["objective"]["metric"], *names]
+    head += ["artifacts"] if uploaded else []
     rows = [
         [
             str(i),
@@ -211,6 +217,7 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             t["training_job"],
             _fmt(t["objective"]),
             *(_fmt(t["hyperparameters"].get(n)) for n in names),
+            *([t.get("artifacts_uri") or "-"] if uploaded else []),
         ]
         for i, t in enumerate(data["top"], start=1)
     ]

@@ -55,8 +55,10 @@ class TrainingJobRow(Base):
     workdir: Mapped[str | None] = mapped_column(Text)
     gpus: Mapped[str | None] = mapped_column(String(256))
     created_at: Mapped[float] = mapped_column(Float)
-    started_at: Mapped[float | None] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float)  # launched (submitted to a queue)
+    running_at: Mapped[float | None] = mapped_column(Float)  # its program began running
     ended_at: Mapped[float | None] = mapped_column(Float)
+    artifacts_uri: Mapped[str | None] = mapped_column(Text)  # where its outputs were uploaded
 
     tuning_job: Mapped[TuningJobRow] = relationship(back_populates="training_jobs")
 

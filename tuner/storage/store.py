@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, or_, select, update
+from sqlalchemy import Engine, create_engine, event, func, inspect, or_, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
@@ -75,11 +75,26 @@ def _make_engine(url: str) -> Engine:
     return create_engine(parsed, pool_pre_ping=True)
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the nullable columns a newer version brought to tables an older one created."""
+    inspector = inspect(engine)
+    with engine.begin() as connection:
+        for table in Base.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in present and column.nullable:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    connection.execute(
+                        text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
+                    )
+
+
 def _create_schema(engine: Engine, attempts: int = 5) -> None:
-    """Create missing tables; another process creating them at the same moment is fine."""
+    """Create missing tables and columns; another process doing it at the same moment is fine."""
     for attempt in range(attempts):
         try:
             Base.metadata.create_all(engine)
+            _add_missing_columns(engine)
             return
         except (OperationalError, ProgrammingError, IntegrityError):
             if attempt == attempts - 1:
@@ -126,6 +141,8 @@ def _training(row: TrainingJobRow, tuning_name: str) -> TrainingJob:
         created_at=row.created_at,
         started_at=row.started_at,
         ended_at=row.ended_at,
+        running_at=row.running_at,
+        artifacts_uri=row.artifacts_uri,
     )
 
 
@@ -321,8 +338,11 @@ class Store:
         objective: float | None = None,
         failure_reason: str | None = None,
         exit_code: int | None = None,
+        began_at: float | None = None,
     ) -> TrainingJob:
-        """Record the end of a training job; the objective counts only when Completed."""
+        """Record the end of a training job; the objective counts only when Completed.
+
+        ``began_at`` is when its program began running, where known (see ``mark_running``)."""
         status = TrainingStatus(status)
         succeeded = status is TrainingStatus.COMPLETED and objective is not None
         with self._session() as session:
@@ -337,6 +357,26 @@ class Store:
             row.ended_at = time.time()
             if row.started_at is None:
                 row.started_at = row.ended_at
+            if began_at is not None:
+                row.running_at = began_at
+            elif row.running_at is None:  # it never ran (it ended in a queue, or never started)
+                row.running_at = row.ended_at
+            return _training(row, row.tuning_job.name)
+
+    def mark_running(self, name: str, began_at: float, gpus: str | None = None) -> TrainingJob:
+        """Record when a launched job's program began running (after any queue), and its GPUs."""
+        with self._session() as session:
+            row = self._training_row(session, name)
+            row.running_at = began_at
+            if gpus:
+                row.gpus = gpus
+            return _training(row, row.tuning_job.name)
+
+    def set_artifacts_uri(self, name: str, uri: str) -> TrainingJob:
+        """Record where a training job's outputs were uploaded."""
+        with self._session() as session:
+            row = self._training_row(session, name)
+            row.artifacts_uri = uri
             return _training(row, row.tuning_job.name)
 
     def get_training_job(self, name: str) -> TrainingJob:

@@ -1,0 +1,252 @@
+"""The Slurm launcher on a real single-node cluster (``.ci/slurm.sh``: 2 fake GPUs of 4 shards
+each, 8 CPUs), proven from Slurm's own records (``scontrol show job``): the GPUs it assigned,
+when each job was submitted, started and ended."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fake_command
+from tests.test_scheduler import max_overlap
+from tuner import TrainingStatus, TuningJobDefinition
+from tuner.launchers import LaunchSpec
+from tuner.launchers.slurm import SlurmLauncher, _epoch, _expand_indices, _fields, sbatch_resources
+from tuner.launchers.tracked import HANDLE_FILE
+from tuner.reports import build
+from tuner.reports.render import arm_table
+from tuner.scheduler import Scheduler
+from tuner.storage import Store
+
+pytestmark = pytest.mark.usefixtures("slurm")
+
+
+def definition(tmp_path: Path, name: str, command: list[str] | None = None, **kw):
+    job = {
+        "command": command or fake_command(),
+        "static_hyperparameters": {"sleep": 2.0, "epochs": 2},
+        "output_path": str(tmp_path / "runs"),
+        "launcher": "slurm",
+        **kw.pop("job", {}),
+    }
+    return TuningJobDefinition.parse(
+        {
+            "name": name,
+            "strategy": "Random",
+            "random_seed": 0,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job,
+            **kw,
+        }
+    )
+
+
+def run(d: TuningJobDefinition, store: Store) -> None:
+    store.create_tuning_job(d.name or "", d.to_json())
+    Scheduler(d, d.name or "", store, poll_interval=0.1).run()
+
+
+def slurm_records(tmp_path: Path) -> dict[str, dict[str, str]]:
+    """The jobs Slurm knows whose logs are under ``tmp_path`` (this test's), by job name; each
+    name must appear once: no job was submitted twice."""
+    out = subprocess.run(
+        ["scontrol", "-o", "-d", "show", "job"], capture_output=True, text=True, check=True
+    ).stdout
+    records: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
+        if line.startswith("JobId="):
+            record = _fields(line)
+            if not record.get("StdOut", "").startswith(str(tmp_path)):
+                continue
+            assert record["JobName"] not in records, f"{record['JobName']} was submitted twice"
+            records[record["JobName"]] = record
+    return records
+
+
+class GresWatcher:
+    """Samples Slurm's record of running jobs (``scontrol -d``) while a test runs: the GPU
+    indices it gave each job (Slurm drops them from the record once a job ends)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, set[str]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> GresWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(10)
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.1):
+            out = subprocess.run(
+                ["scontrol", "-o", "-d", "show", "job"], capture_output=True, text=True
+            ).stdout
+            for line in out.splitlines():
+                match = re.search(r"JobName=(\S+).* GRES=(\S+)\(IDX:([^)]*)\)", line)
+                if match:
+                    self.seen.setdefault(match[1], set()).add(f"{match[2]}:{match[3]}")
+
+
+def window(record: dict[str, str], begin: str) -> tuple[float, float]:
+    start, end = _epoch(record[begin]), _epoch(record["EndTime"])
+    assert start is not None and end is not None
+    return start, end
+
+
+def test_gpus_queue_time_and_limits_from_slurms_records(tmp_path, sqlite_url):
+    """3 in parallel on a cluster of 2 GPUs: one job always waits in Slurm's queue."""
+    store = Store(sqlite_url)
+    d = definition(tmp_path, "gpus", max_jobs=5, max_parallel_jobs=3, job={"gpus_per_job": 1})
+    with GresWatcher() as watcher:
+        run(d, store)
+    jobs = store.list_training_jobs("gpus")
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 5
+    records = slurm_records(tmp_path)
+    mine = {j.name: records[j.name] for j in jobs}
+    for job in jobs:
+        record = mine[job.name]
+        assert record["JobState"] == "COMPLETED" and record["ExitCode"] == "0:0"
+        assert "gres/gpu=1" in record["TRES"] or "gres:gpu:1" in record["TresPerNode"]
+        assert job.gpus in ("0", "1")  # what the store says Slurm gave it
+        assert watcher.seen[job.name] == {f"gpu:1:{job.gpus}"}
+    running = [window(r, "StartTime") for r in mine.values()]
+    submitted = [window(r, "SubmitTime") for r in mine.values()]
+    assert max_overlap(running) <= 2  # two GPUs
+    assert max_overlap(submitted) <= 3  # max_parallel_jobs counts queued jobs too
+    for a, b in ((a, b) for a in jobs for b in jobs if a.number < b.number):
+        (s1, e1), (s2, e2) = window(mine[a.name], "StartTime"), window(mine[b.name], "StartTime")
+        if s1 < e2 and s2 < e1:
+            assert a.gpus != b.gpus, f"{a.name} and {b.name} ran on one GPU at once"
+    queued = [j.queued_seconds or 0.0 for j in jobs]
+    assert max(queued) > 1.0  # a third job waited for a GPU
+    for job in jobs:  # training time excludes the queue
+        assert job.duration is not None and job.duration < 10
+        assert job.running_at is not None and job.started_at is not None
+    data = build(store, ["gpus"])
+    assert data["arms"][0]["queued_hours"] * 3600 == pytest.approx(sum(queued), abs=0.01)
+    head, rows = arm_table(data)
+    assert rows[0][head.index("queued hours")] != "0"
+
+
+def test_a_quarter_of_a_gpu_per_trial(tmp_path, sqlite_url):
+    script = tmp_path / "show_gpu.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "print('gpu', os.environ['CUDA_VISIBLE_DEVICES'], os.environ['TUNER_GPU_FRACTION'])\n"
+        "time.sleep(3)\nprint('accuracy=0.5')\n"
+    )
+    store = Store(sqlite_url)
+    d = definition(
+        tmp_path,
+        "shared",
+        command=[sys.executable, str(script)],
+        max_jobs=4,
+        max_parallel_jobs=4,
+        job={"gpus_per_job": 0.25, "slurm_shards_per_gpu": 4, "static_hyperparameters": {}},
+    )
+    with GresWatcher() as watcher:
+        run(d, store)
+    jobs = store.list_training_jobs("shared")
+    assert all(j.status is TrainingStatus.COMPLETED for j in jobs), [j.failure_reason for j in jobs]
+    records = slurm_records(tmp_path)
+    mine = [records[j.name] for j in jobs]
+    assert all(watcher.seen[j.name] <= {"shard:1:0", "shard:1:1"} for j in jobs)
+    assert max_overlap([window(r, "StartTime") for r in mine]) == 4  # 4 trials on 2 GPUs at once
+    for job in jobs:
+        log = (Path(job.workdir or "") / "log.txt").read_text()
+        assert log.split()[0:1] == ["gpu"] and log.split()[2] == "0.25"
+
+
+def test_a_new_scheduler_reattaches_instead_of_submitting_again(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    d = definition(
+        tmp_path,
+        "again",
+        max_jobs=4,
+        max_parallel_jobs=2,
+        job={"static_hyperparameters": {"sleep": 3.0}},
+    )
+    store.create_tuning_job("again", d.to_json())
+    detach = threading.Event()
+    first = Scheduler(d, "again", store, poll_interval=0.1, detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while store.count_training_jobs("again") < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    detach.set()  # the first tuner goes away; its Slurm jobs run on
+    thread.join(30)
+    # and a job whose submission was never recorded (killed right after sbatch returned)
+    pending = store.create_training_job("again", 3, {"x": 0.25})
+    spec = first._spec(pending)
+    SlurmLauncher().start(spec)
+    (spec.workdir / HANDLE_FILE).unlink()
+
+    Scheduler(d, "again", store, poll_interval=0.1).run()
+    jobs = store.list_training_jobs("again")
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 4
+    records = slurm_records(tmp_path)  # asserts that no name was submitted twice
+    assert {j.name for j in jobs} <= set(records)
+
+
+def test_a_job_that_aged_out_of_slurm_is_taken_from_its_log(tmp_path):
+    spec = LaunchSpec(name="old", argv=["true"], workdir=tmp_path / "old")
+    spec.workdir.mkdir()
+    (spec.workdir / "log.txt").write_text("accuracy=0.7\n")
+    launcher = SlurmLauncher()
+    assert launcher.adopt("slurm:987654:old", spec)  # no such job in scontrol any more
+    status = launcher.poll("slurm:987654:old")
+    assert not status.running and status.exit_code is None
+    assert launcher.read_logs("slurm:987654:old") == b"accuracy=0.7\n"
+    assert not SlurmLauncher().adopt("slurm:987655:gone", LaunchSpec("gone", ["true"], tmp_path))
+
+
+def test_an_image_runs_through_the_container_command(tmp_path, sqlite_url):
+    runtime = tmp_path / "fake_runtime.py"  # stands in for apptainer exec IMAGE ARGV...
+    runtime.write_text(
+        "import os, sys\nprint('image', sys.argv[1], flush=True)\n"
+        "os.execv(sys.argv[2], sys.argv[2:])\n"
+    )
+    store = Store(sqlite_url)
+    d = definition(
+        tmp_path,
+        "image",
+        max_jobs=1,
+        job={
+            "image": "resnet:1",
+            "container_command": [sys.executable, str(runtime)],
+            "static_hyperparameters": {"sleep": 0.0},
+        },
+    )
+    run(d, store)
+    (job,) = store.list_training_jobs("image")
+    assert job.status is TrainingStatus.COMPLETED, job.failure_reason
+    assert (Path(job.workdir or "") / "log.txt").read_text().startswith("image resnet:1\n")
+
+
+def test_slurm_text_helpers():
+    assert sbatch_resources(0, None) == []
+    assert sbatch_resources(2, None) == ["--gres=gpu:2"]
+    assert sbatch_resources(0.5, 4) == ["--gres=shard:2"]
+    with pytest.raises(Exception, match="needs slurm_shards_per_gpu"):
+        sbatch_resources(0.25, None)
+    with pytest.raises(Exception, match=r"whole number of shards, got 1\.5"):
+        sbatch_resources(0.5, 3)
+    assert _expand_indices("0,2-3") == ["0", "2", "3"]
+    record = _fields("JobId=7 JobName=a Command=/x.sh --lr 0.1 WorkDir=/w")
+    assert record["JobId"] == "7" and record["Command"] == "/x.sh --lr 0.1"
+    with pytest.raises(Exception, match="slurm_options must be long sbatch options"):
+        SlurmLauncher(sbatch_options=["-p debug"])

@@ -1,0 +1,98 @@
+"""Each training job's log and outputs uploaded to S3 (moto's S3 server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import logging
+
+import boto3
+import pytest
+
+from tests.conftest import fake_command
+from tuner import TrainingStatus, TuningJobDefinition
+from tuner.artifacts import ArtifactUploader, split_s3_uri
+from tuner.errors import TunerError, ValidationError
+from tuner.reports import build
+from tuner.reports.render import top_table
+from tuner.scheduler import Scheduler
+from tuner.storage import Store
+from tuner.summary import training_job_dict
+
+
+def definition(tmp_path, **job) -> TuningJobDefinition:
+    return TuningJobDefinition.parse(
+        {
+            "name": "art",
+            "strategy": "Random",
+            "random_seed": 0,
+            "max_jobs": 3,
+            "max_parallel_jobs": 2,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": {
+                "command": fake_command(),
+                "output_path": str(tmp_path / "runs"),
+                **job,
+            },
+        }
+    )
+
+
+def run(tmp_path, store: Store, **job) -> list:
+    d = definition(tmp_path, **job)
+    store.create_tuning_job("art", d.to_json())
+    Scheduler(d, "art", store).run()
+    return store.list_training_jobs("art")
+
+
+def keys(bucket: str) -> set[str]:
+    listed = boto3.client("s3").list_objects_v2(Bucket=bucket)
+    return {o["Key"] for o in listed.get("Contents", [])}
+
+
+def test_outputs_of_every_job_are_uploaded_and_linked(tmp_path, sqlite_url, s3):
+    boto3.client("s3").create_bucket(Bucket="tuning")
+    store = Store(sqlite_url)
+    jobs = run(tmp_path, store, output_s3_uri="s3://tuning/team-a/")
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 3
+    stored = keys("tuning")
+    for job in jobs:
+        assert job.artifacts_uri == f"s3://tuning/team-a/art/{job.name}/"
+        for name in ("log.txt", "output/argv.json", "output/times.json", "output/runs.txt"):
+            assert f"team-a/art/{job.name}/{name}" in stored
+        assert training_job_dict(job)["artifacts_uri"] == job.artifacts_uri  # what the API shows
+    body = boto3.client("s3").get_object(Bucket="tuning", Key=f"team-a/art/{jobs[0].name}/log.txt")
+    assert b"accuracy=" in body["Body"].read()
+    data = build(store, ["art"])
+    head, rows = top_table(data)
+    assert head[-1] == "artifacts"
+    assert all(r[-1].startswith("s3://tuning/team-a/art/") for r in rows)
+
+
+def test_the_endpoint_can_be_given_in_the_definition(tmp_path, sqlite_url, s3, monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL")  # only the definition knows where the store is
+    boto3.client("s3", endpoint_url=s3).create_bucket(Bucket="other")
+    jobs = run(tmp_path, Store(sqlite_url), output_s3_uri="s3://other", s3_endpoint_url=s3)
+    assert all(j.artifacts_uri == f"s3://other/art/{j.name}/" for j in jobs)
+    listed = boto3.client("s3", endpoint_url=s3).list_objects_v2(Bucket="other")
+    assert len(listed["Contents"]) == 3 * 4
+
+
+def test_a_failed_upload_loses_nothing_and_says_why(tmp_path, sqlite_url, s3, caplog):
+    caplog.set_level(logging.WARNING, logger="tuner.scheduler")
+    jobs = run(tmp_path, Store(sqlite_url), output_s3_uri="s3://no-such-bucket/x")
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 3  # the results stay
+    assert all(j.artifacts_uri is None for j in jobs)
+    assert "were not uploaded" in caplog.text and "no-such-bucket" in caplog.text
+
+
+def test_uploader_rules(tmp_path, s3):
+    with pytest.raises(ValidationError, match="must look like s3://bucket/prefix, got 's3://'"):
+        split_s3_uri("s3://")
+    assert split_s3_uri("s3://b/a/b/") == ("b", "a/b")
+    uploader = ArtifactUploader("s3://missing/p")
+    (tmp_path / "log.txt").write_text("hi")
+    with pytest.raises(
+        TunerError, match=r"cannot upload .*log\.txt to s3://missing/p/t/j/log\.txt"
+    ):
+        uploader.upload("t", "j", tmp_path)

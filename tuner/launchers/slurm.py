@@ -1,0 +1,299 @@
+"""Training jobs as Slurm batch jobs: ``sbatch`` to submit, ``scontrol`` to watch, ``scancel``
+to stop.
+
+Each job is submitted as ``sbatch [options] <workdir>/job.sh ARGV...``: the script only runs
+``exec "$@"``, so the command and its hyperparameters reach the program as separate arguments,
+never parsed by a shell. Its stdout and stderr go to ``<workdir>/log.txt`` (``--output``), which
+the tuner reads while the job runs: the job folders must be on a filesystem the compute nodes
+share with the tuner. The job's environment is the tuner's plus ``spec.env`` (``--export=ALL``).
+
+Resources: ``--gres=gpu:N`` for whole GPUs, ``--gres=shard:K`` for a fraction of a GPU (needs the
+cluster's shards per GPU), ``--cpus-per-task``, ``--mem``, ``--partition``, and ``--time`` (the
+runtime limit rounded up to minutes, a backstop; the tuner itself stops a job at
+``max_runtime`` after it began running, not after it was queued). A queued job is "running" to
+the tuner (it holds a place under ``max_parallel_jobs``); ``poll`` reports ``began_at`` once
+Slurm started it, and the GPUs Slurm gave it.
+
+State and exit code come from ``scontrol show job`` (jobs are kept there ``MinJobAge`` seconds
+after they end); for a job that has aged out, from ``sacct`` where accounting runs, else the end
+is reported with an unknown exit code and the log decides. The handle is
+``slurm:<job id>:<name>``, written to ``<workdir>/handle`` at once; ``recover`` also finds a job
+by its name and log path in Slurm's records, so a tuner killed right after ``sbatch`` does not
+submit the job again.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tuner.errors import LaunchError, ValidationError
+from tuner.launchers.base import JobStatus, LaunchSpec
+from tuner.launchers.tracked import (
+    HANDLE_FILE,
+    LAUNCH_MARKER,
+    LOG_FILE,
+    TrackedJob,
+    TrackedLauncher,
+    with_interpreter_dir,
+    write_atomically,
+)
+
+JOB_SCRIPT = (
+    '#!/bin/sh\n# Written by the tuner: runs the arguments sbatch passes, as given.\nexec "$@"\n'
+)
+QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING"}
+ACTIVE = QUEUED | {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
+TIMEOUT_STATES = {"TIMEOUT", "DEADLINE"}
+GRES_IDX = re.compile(r"GRES=\S*?\(IDX:([^)]*)\)")
+
+
+@dataclass
+class _SlurmJob(TrackedJob):
+    job_id: str = ""
+    state: str = "PENDING"
+    exit_code: int | None = None
+    checked: float = float("-inf")  # time.monotonic() of the last scontrol query
+
+
+def _fields(line: str) -> dict[str, str]:
+    """``Key=Value`` pairs of one ``scontrol -o`` line (values may hold no spaces but these)."""
+    out: dict[str, str] = {}
+    key = None
+    for token in line.split(" "):
+        name, eq, value = token.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_/:]+", name):
+            key = name
+            out[key] = value
+        elif key is not None:  # a value with spaces, such as Command=
+            out[key] += " " + token
+    return out
+
+
+def _exit_code(text: str) -> int | None:
+    """Slurm's ``status:signal`` as one code: the status, or -signal when a signal ended it."""
+    status, _, sig = text.partition(":")
+    if not status.isdigit():
+        return None
+    return -int(sig) if sig.isdigit() and int(sig) else int(status)
+
+
+def _epoch(stamp: str) -> float | None:
+    """A Slurm time stamp (local time, no zone) as epoch seconds; None for Unknown/None."""
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
+def sbatch_resources(gpus_per_job: float, shards_per_gpu: int | None) -> list[str]:
+    """The ``--gres`` option for a job's GPUs: whole GPUs, or shards for a fraction of one."""
+    if gpus_per_job <= 0:
+        return []
+    if gpus_per_job >= 1:
+        return [f"--gres=gpu:{int(gpus_per_job)}"]
+    if not shards_per_gpu:
+        raise ValidationError(
+            f"gpus_per_job={gpus_per_job:g} (a fraction of a GPU) needs slurm_shards_per_gpu, "
+            "the number of shards the cluster's gres.conf gives each GPU"
+        )
+    shards = gpus_per_job * shards_per_gpu
+    if abs(shards - round(shards)) > 1e-6 or round(shards) < 1:
+        raise ValidationError(
+            f"gpus_per_job={gpus_per_job:g} times slurm_shards_per_gpu={shards_per_gpu} must be "
+            f"a whole number of shards, got {shards:g}"
+        )
+    return [f"--gres=shard:{round(shards)}"]
+
+
+class SlurmLauncher(TrackedLauncher[_SlurmJob]):
+    """Submits each job to Slurm (see the module docstring)."""
+
+    def __init__(
+        self,
+        partition: str | None = None,
+        cpus_per_job: float | None = None,
+        memory: str | None = None,
+        shards_per_gpu: int | None = None,
+        sbatch_options: Sequence[str] = (),
+        grace_period: float = 10.0,
+        poll_interval: float = 1.0,
+    ) -> None:
+        if grace_period < 0:
+            raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
+        for option in sbatch_options:
+            if not option.startswith("--") or "\x00" in option:
+                raise ValidationError(
+                    f"slurm_options must be long sbatch options such as --qos=high, got {option!r}"
+                )
+        super().__init__()
+        self.partition = partition
+        self.cpus_per_job = cpus_per_job
+        self.memory = memory
+        self.shards_per_gpu = shards_per_gpu
+        self.sbatch_options = list(sbatch_options)
+        self.grace_period = grace_period
+        self.poll_interval = poll_interval
+
+    # Slurm's commands
+
+    def _slurm(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                list(args), capture_output=True, text=True, env=env, timeout=60, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LaunchError(f"cannot run {args[0]}: {exc}") from None
+
+    def _show(self, job_id: str | None = None) -> list[dict[str, str]]:
+        """``scontrol -o -d show job [ID]`` as records ([] when Slurm no longer knows the job)."""
+        args = ["scontrol", "-o", "-d", "show", "job"] + ([job_id] if job_id else [])
+        done = self._slurm(*args)
+        if done.returncode != 0:
+            if "Invalid job id" in done.stderr:
+                return []
+            raise LaunchError(f"scontrol failed: {done.stderr.strip()[:500]}")
+        return [_fields(line) for line in done.stdout.splitlines() if line.startswith("JobId=")]
+
+    def _accounted(self, job_id: str) -> tuple[str, int | None] | None:
+        """State and exit code from ``sacct`` (None where accounting does not run)."""
+        try:
+            done = self._slurm("sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode")
+        except LaunchError:
+            return None
+        line = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+        if done.returncode != 0 or "|" not in line:
+            return None
+        state, code = line.split("|", 1)
+        return state.split()[0], _exit_code(code)
+
+    # The launcher contract
+
+    def start(self, spec: LaunchSpec) -> str:
+        if any(j.spec.name == spec.name for j in self._jobs.values()):
+            raise LaunchError(f"a job named {spec.name} was already started by this launcher")
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        script = spec.workdir / "job.sh"
+        script.write_text(JOB_SCRIPT)
+        script.chmod(0o755)
+        options = [
+            "--parsable",
+            f"--job-name={spec.name}",
+            f"--output={spec.workdir / LOG_FILE}",
+            f"--chdir={spec.cwd or spec.workdir}",
+            "--export=ALL",
+            *sbatch_resources(spec.gpus_per_job, self.shards_per_gpu),
+        ]
+        if self.partition:
+            options.append(f"--partition={self.partition}")
+        if self.cpus_per_job:
+            options.append(f"--cpus-per-task={math.ceil(self.cpus_per_job)}")
+        if self.memory:
+            options.append(f"--mem={self.memory}")
+        if spec.max_runtime is not None:
+            options.append(f"--time={math.ceil(spec.max_runtime / 60) + 1}")
+        env = {**os.environ, **spec.env, LAUNCH_MARKER: str(spec.workdir)}
+        env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
+        done = self._slurm(
+            "sbatch", *options, *self.sbatch_options, str(script), *spec.argv, env=env
+        )
+        job_id = done.stdout.strip().split(";")[0]
+        if done.returncode != 0 or not job_id.isdigit():
+            raise LaunchError(f"sbatch refused job {spec.name}: {done.stderr.strip()[:500]}")
+        handle = f"slurm:{job_id}:{spec.name}"
+        write_atomically(spec.workdir / HANDLE_FILE, handle)
+        self._jobs[handle] = _SlurmJob(spec, time.monotonic(), job_id=job_id)
+        return handle
+
+    def poll(self, handle: str) -> JobStatus:
+        job = self._job(handle)
+        if not job.finished and time.monotonic() - job.checked >= self.poll_interval:
+            self._refresh(job)
+        if job.finished:
+            return self._ended(job, job.exit_code)
+        if job.state in QUEUED:
+            return JobStatus(True, stopped=job.stopped)
+        return self._still_running(job)
+
+    def _refresh(self, job: _SlurmJob) -> None:
+        job.checked = time.monotonic()
+        try:
+            records = self._show(job.job_id)
+        except LaunchError:
+            return  # slurmctld is busy or restarting: ask again at the next poll
+        if records:
+            record = records[0]
+            job.state = record.get("JobState", "UNKNOWN").split()[0]
+            if job.began_at is None and job.state not in QUEUED:
+                began = _epoch(record.get("StartTime", ""))
+                if began is not None:
+                    job.began_at = began
+                    job.started = time.monotonic() - max(0.0, time.time() - began)
+            if match := GRES_IDX.search(" ".join(f"{k}={v}" for k, v in record.items())):
+                job.gpus = _expand_indices(match.group(1))
+            if job.state in ACTIVE:
+                return
+            job.exit_code = _exit_code(record.get("ExitCode", ""))
+        else:  # aged out of scontrol: ask accounting, else the log decides
+            accounted = self._accounted(job.job_id)
+            job.state, job.exit_code = accounted or ("UNKNOWN", None)
+        job.timed_out = job.timed_out or job.state in TIMEOUT_STATES
+        job.finished = True
+
+    def _signal(self, job: _SlurmJob, sig: int) -> None:
+        if job.finished:
+            return
+        if sig == signal.SIGKILL or job.state in QUEUED:
+            args = ["scancel", job.job_id]
+        else:  # the batch step is the program itself (exec), so --full reaches it
+            args = ["scancel", "--full", f"--signal={signal.Signals(sig).name[3:]}", job.job_id]
+        self._slurm(*args)
+
+    def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
+        """Watch a job submitted before this process started (see base)."""
+        kind, _, rest = handle.partition(":")
+        job_id = rest.split(":", 1)[0]
+        if kind != "slurm" or not job_id.isdigit():
+            return False
+        if not self._show(job_id) and not (spec.workdir / LOG_FILE).exists():
+            return False
+        job = _SlurmJob(spec, time.monotonic(), job_id=job_id)
+        job.gpus = [g for g in (gpus or "").split(",") if g]
+        self._jobs[handle] = job
+        return True
+
+    def recover(self, spec: LaunchSpec) -> str | None:
+        """The handle in the job's folder, else the job Slurm knows by this name and log."""
+        try:
+            if handle := (spec.workdir / HANDLE_FILE).read_text().strip():
+                return handle
+        except OSError:
+            pass
+        log = str(spec.workdir / LOG_FILE)
+        for record in self._show():
+            if record.get("JobName") == spec.name and record.get("StdOut") == log:
+                handle = f"slurm:{record['JobId']}:{spec.name}"
+                write_atomically(spec.workdir / HANDLE_FILE, handle)
+                return handle
+        return None
+
+
+def _expand_indices(text: str) -> list[str]:
+    """Slurm's GPU index list ("0", "0-1", "0,2-3") as ids."""
+    ids: list[str] = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        if first.isdigit() and last.isdigit():
+            ids += [str(i) for i in range(int(first), int(last) + 1)]
+        elif first.isdigit():
+            ids.append(first)
+    return ids
