@@ -18,7 +18,7 @@ start)
 socks = [socket.socket() for _ in range(2)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))')
-  chmod 755 "$B/munge"; chmod 700 "$B/munge/etc"
+  chmod 755 "$B" "$B/munge"; chmod 700 "$B/munge/etc"  # munged wants its socket path open
   [ -f "$B/munge/etc/munge.key" ] || mungekey -c -k "$B/munge/etc/munge.key"
   munged --key-file="$B/munge/etc/munge.key" --socket="$B/munge/munge.socket" \
     --pid-file="$B/munge/munged.pid" --log-file="$B/munge/munged.log" \

@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+        share = os.environ.get("TUNER_GPU_FRACTION")  # several trials share this GPU
+        if share:
+            torch.cuda.set_per_process_memory_fraction(float(share), device)
 
     try:
         data = load(args.dataset, args.data_dir, args.validation_fraction, args.seed, args.download)
