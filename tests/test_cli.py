@@ -112,6 +112,35 @@ def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path):
     assert described["training_job_status_counters"]["InProgress"] == 0
 
 
+def test_resume_after_the_tuner_was_killed_reattaches_and_finishes(tmp_path):
+    data = definition(tmp_path, max_jobs=3, max_parallel_jobs=2)
+    data["job_definition"]["static_hyperparameters"] = {"sleep": 3, "epochs": 3}
+    env = {
+        **os.environ,
+        "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+        "TUNER_LEASE_SECONDS": "8",
+    }
+    command = [sys.executable, "-m", "tuner", "run", str(write(tmp_path, data)), "--name", "kill"]
+    run = subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 30
+    while len(list((tmp_path / "runs" / "kill").glob("*/output/argv.json"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    run.send_signal(signal.SIGKILL)  # its two training jobs run on
+    run.wait(10)
+    resume = [sys.executable, "-m", "tuner", "resume", "kill", "--no-progress"]
+    early = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert early.returncode == 2 and "its lease has not expired" in early.stderr
+    time.sleep(8.5)  # the lease of the killed tuner expires
+    done = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Tuning job kill: Completed (all max_jobs=3 jobs ended)" in done.stdout
+    runs = [p.read_text().split() for p in (tmp_path / "runs" / "kill").glob("*/output/runs.txt")]
+    assert len(runs) == 3 and all(len(r) == 1 for r in runs)  # re-attached, none run twice
+    again = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert again.returncode == 2 and "tuning job kill has ended (Completed)" in again.stderr
+
+
 def test_check_metrics_shows_what_the_regexes_extract(tmp_path):
     log = tmp_path / "sample.log"
     log.write_bytes(

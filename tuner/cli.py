@@ -11,7 +11,7 @@ import json
 import math
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from tuner.errors import TunerError
 from tuner.metrics import final_objective, parse_log
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
 from tuner.reports import arm_table, build, write_report
+from tuner.scheduler import EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
@@ -39,6 +40,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.name:
         definition = definition.model_copy(update={"name": args.name})
     tuner = HyperparameterTuner.from_definition(definition, storage=args.storage)
+    return _drive(tuner, lambda on_event: tuner.fit(wait=True, on_event=on_event), args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
+    return _drive(tuner, lambda on_event: tuner.resume(on_event=on_event), args)
+
+
+def _drive(
+    tuner: HyperparameterTuner,
+    run: Callable[[EventHandler], object],
+    args: argparse.Namespace,
+) -> int:
+    """Run a tuning job in this process with a progress bar; Ctrl-C stops it cleanly."""
+    definition = tuner.definition
     bar = tqdm(total=definition.max_jobs, unit="job", disable=args.no_progress, file=sys.stderr)
     best: list[float] = []
     sign = 1.0 if definition.maximize else -1.0
@@ -62,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
-        tuner.fit(wait=True, on_event=on_event)
+        run(on_event)
     finally:
         signal.signal(signal.SIGINT, previous)
         bar.close()
@@ -266,6 +282,13 @@ def parser() -> argparse.ArgumentParser:
     describe.add_argument("name")
     describe.add_argument("--json", action="store_true")
     describe.set_defaults(func=cmd_describe)
+
+    resume = sub.add_parser(
+        "resume", help="continue a tuning job whose process died (re-attaches to its jobs)"
+    )
+    resume.add_argument("name")
+    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
+    resume.set_defaults(func=cmd_resume)
 
     stop = sub.add_parser("stop", help="stop a running tuning job (from any process)")
     stop.add_argument("name")

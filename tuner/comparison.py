@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain
 from tuner.errors import NotFoundError, ValidationError
-from tuner.scheduler import EventHandler, Scheduler
+from tuner.scheduler import EventHandler
 from tuner.storage import Store
-from tuner.tuner import LEASE_SECONDS, HyperparameterTuner, process_owner
+from tuner.tuner import HyperparameterTuner
 
 SHARED_FIELDS = (
     "objective_metric_name",
@@ -153,13 +153,6 @@ def run_comparison(
                 on_event=on_event
             )
             continue
-        if record.status.terminal:
-            continue
-        owner = process_owner()
-        if not store.claim_tuning_job(name, owner, LEASE_SECONDS):
-            raise ValidationError(f"tuning job {name} is being run by {record.owner}")
-        stored = TuningJobDefinition.parse(record.definition)
-        Scheduler(
-            stored, name, store, on_event=on_event, owner=owner, lease_seconds=LEASE_SECONDS
-        ).run()
+        if not record.status.terminal:
+            HyperparameterTuner.attach(name, storage=store.url).resume(on_event=on_event)
     return names

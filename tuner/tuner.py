@@ -36,7 +36,11 @@ from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
 from tuner.summary import best_of, describe
 
-LEASE_SECONDS = 30.0
+
+def lease_seconds() -> float:
+    """How long a process's hold on a tuning job lasts unless renewed (``TUNER_LEASE_SECONDS``,
+    default 30): after a crash, ``resume`` or another service may take the job over then."""
+    return float(os.environ.get("TUNER_LEASE_SECONDS", "30"))
 
 
 def default_name(prefix: str = "tuning") -> str:
@@ -219,7 +223,7 @@ class HyperparameterTuner:
             }
         )
         owner = process_owner()
-        self.store.create_tuning_job(self.name, definition.to_json(), owner, LEASE_SECONDS)
+        self.store.create_tuning_job(self.name, definition.to_json(), owner, lease_seconds())
         scheduler = Scheduler(
             definition,
             self.name,
@@ -227,7 +231,7 @@ class HyperparameterTuner:
             on_event=on_event,
             stop_event=self._stop,
             owner=owner,
-            lease_seconds=LEASE_SECONDS,
+            lease_seconds=lease_seconds(),
         )
         self._scheduler = scheduler
         if wait:
@@ -240,6 +244,31 @@ class HyperparameterTuner:
             daemon=True,
         )
         self._thread.start()
+        return self
+
+    def resume(self, on_event: EventHandler | None = None) -> HyperparameterTuner:
+        """Continue an attached tuning job that no process runs any more (its process died):
+        running training jobs are re-attached, lost ones re-run, nothing runs twice. Raises
+        ``ValidationError`` when it has ended or another process holds it."""
+        name = self._require_name()
+        record = self.store.get_tuning_job(name)
+        if record.status.terminal:
+            raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
+        owner = process_owner()
+        if not self.store.claim_tuning_job(name, owner, lease_seconds()):
+            raise ValidationError(
+                f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
+            )
+        self._scheduler = Scheduler(
+            self.definition,
+            name,
+            self.store,
+            on_event=on_event,
+            stop_event=self._stop,
+            owner=owner,
+            lease_seconds=lease_seconds(),
+        )
+        self._scheduler.run()
         return self
 
     def _exists(self, name: str) -> bool:
