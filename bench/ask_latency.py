@@ -5,7 +5,9 @@ at random points, then asked for one point, told its result, and asked again; th
 mean of those asks (for the Bayesian strategy this includes fitting its Gaussian process to the
 new results). Random search is the reference measured side by side in the same run.
 
-    python bench/ask_latency.py [--observations 30 100 200 400] [--strategies ...]
+    python bench/ask_latency.py [--observations 30 100 200 400 1000] [--strategies ...]
+
+A strategy may carry options: ``Bayesian:engine=optuna``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from tuner.strategies import make_strategy
 SPACE = SearchSpace({f"x{i}": ContinuousParameter(0.0, 1.0, "Linear") for i in range(6)})
 
 
-def ask_seconds(name: str, observations: int, seed: int = 0) -> float:
-    strategy = make_strategy(name, SPACE, maximize=False, seed=seed)
+def ask_seconds(spec: str, observations: int, seed: int = 0) -> float:
+    name, _, opts = spec.partition(":")
+    options = dict(o.split("=", 1) for o in opts.split(",") if o)
+    strategy = make_strategy(name, SPACE, maximize=False, seed=seed, options=options)
     rng = np.random.default_rng(seed)
     for u in SPACE.sample(rng, observations):
         config = SPACE.decode(u)
@@ -41,22 +45,26 @@ def ask_seconds(name: str, observations: int, seed: int = 0) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--observations", type=int, nargs="+", default=[30, 100, 200, 400])
-    parser.add_argument("--strategies", nargs="+", default=["Random", "TPE", "Bayesian"])
+    parser.add_argument("--observations", type=int, nargs="+", default=[30, 100, 200, 400, 1000])
+    parser.add_argument(
+        "--strategies",
+        nargs="+",
+        default=["Random", "TPE", "Bayesian:engine=optuna", "Bayesian:engine=skopt"],
+    )
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print("seconds per suggestion in 6 dimensions (ratio against Random in this run)")
     header = "".join(f"{n:>22}" for n in args.observations)
-    print(f"{'strategy':10}{header}")
+    print(f"{'strategy':22}{header}")
     reference = {n: ask_seconds("Random", n) for n in args.observations}
     for name in args.strategies:
         cells = []
         for n in args.observations:
             seconds = reference[n] if name == "Random" else ask_seconds(name, n)
             cells.append(f"{seconds:10.4f} s ({seconds / reference[n]:7.0f}x)")
-        print(f"{name:10}" + "".join(f"{c:>22}" for c in cells))
+        print(f"{name:22}" + "".join(f"{c:>22}" for c in cells))
 
 
 if __name__ == "__main__":

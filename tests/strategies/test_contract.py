@@ -165,3 +165,48 @@ def test_the_optuna_engine_keeps_the_contract():
     assert [c for c, _ in history_a] == [c for c, _ in history_b]
     keys = [SPACE.key(c) for c, _ in history_a]
     assert len(set(keys)) == len(keys)  # quality is bench/optimizers.py's business
+
+
+def test_the_optuna_engine_is_optunas_gp_as_it_is():
+    """With the same sampler seed, the same suggestions as Optuna's GPSampler used directly:
+    the engine adds the tuner's contract and nothing of its own to the search."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    cube = SearchSpace({f"x{i}": ContinuousParameter(0.0, 1.0, "Linear") for i in range(3)})
+
+    def f(x: list[float]) -> float:
+        return sum((v - 0.3) ** 2 for v in x)
+
+    ours = make_strategy("Bayesian", cube, maximize=False, seed=0, options={"engine": "optuna"})
+    sampler_seed = np.random.default_rng(0)
+    sampler_seed.integers(2**31 - 1)  # the first draw seeds the scikit-optimize engine
+    study = optuna.create_study(
+        sampler=optuna.samplers.GPSampler(seed=int(sampler_seed.integers(2**31 - 1)))
+    )
+    dists = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(3)}
+    for _ in range(14):
+        (config,) = ours.ask(1)
+        mine = [config[f"x{i}"] for i in range(3)]
+        trial = study.ask(dists)
+        theirs = [trial.params[f"x{i}"] for i in range(3)]
+        assert mine == pytest.approx(theirs, abs=1e-12)
+        ours.tell(config, f(mine))
+        study.tell(trial, f(theirs))
+
+
+def test_the_optuna_engine_treats_resumed_jobs_as_running():
+    strategy = make_strategy("Bayesian", SPACE, seed=1, options={"engine": "optuna"})
+    for config, _ in run(make_strategy("Random", SPACE, seed=2), rounds=12, batch=1):
+        strategy.tell(config, score(config))  # results from the store, never asked
+    running = make_strategy("Random", SPACE, seed=3).ask(2)
+    for config in running:
+        strategy.mark_pending(config)  # jobs that survived a restart
+    batch = strategy.ask(3)
+    assert len({SPACE.key(c) for c in batch + running}) == 5
+    study = strategy._study()
+    assert sum(t.state.name == "RUNNING" for t in study.trials) == 5
+    for config in running + batch:
+        strategy.tell(config, score(config))
+    assert all(t.state.name == "COMPLETE" for t in study.trials)

@@ -8,9 +8,13 @@ lie for their value (the best loss seen so far, "cl_min", by default), so that a
 out instead of repeating one point (Ginsbourger, Le Riche and Carraro, 2010). Results are
 handed to the GP in one go at the next ``ask``, so a burst of results costs one model fit.
 
-``engine="optuna"`` uses Optuna's ``GPSampler`` (needs torch) for the model and the
-acquisition instead, with the same initial random points and the same constant liar. The
-default stays scikit-optimize: bench/optimizers.py has not shown either to be better yet.
+``engine="optuna"`` hands the whole search to Optuna's ``GPSampler`` (needs torch) instead:
+one study for the strategy's life, each suggestion one of its trials, running until its
+result is told (a failed job is a failed trial), so batches and running jobs are treated the
+way Optuna treats running trials; jobs resumed after a restart are enqueued as running trials.
+With the same sampler seed it suggests exactly what Optuna used directly does
+(tests/strategies). ``n_initial_points`` defaults to each engine's own: 5 for scikit-optimize,
+10 (Optuna's ``n_startup_trials``) for Optuna.
 """
 
 from __future__ import annotations
@@ -37,12 +41,14 @@ class BayesianStrategy(Strategy):
         space: SearchSpace,
         maximize: bool = True,
         seed: int | None = None,
-        n_initial_points: int = 5,
+        n_initial_points: int | None = None,
         acq_func: str = "EI",
         lie: str = "cl_min",
         engine: str = "skopt",
     ) -> None:
         super().__init__(space, maximize, seed)
+        if n_initial_points is None:  # each engine's own default
+            n_initial_points = 10 if engine == "optuna" else 5
         if not isinstance(n_initial_points, int) or n_initial_points < 1:
             raise ValidationError(
                 f"n_initial_points must be an integer >= 1, got {n_initial_points!r}"
@@ -53,7 +59,10 @@ class BayesianStrategy(Strategy):
             raise ValidationError(f"engine must be one of {ENGINES}, got {engine!r}")
         self.lie = lie
         self.engine = engine
-        self._gp_sampler: Any = None
+        self._optuna: Any = None
+        self._dists: dict[str, Any] = {}
+        self._trials: dict[tuple[Any, ...], Any] = {}  # running trials by configuration
+        self._repeats: dict[tuple[Any, ...], Any] = {}
         self.n_initial_points = n_initial_points
         self._backlog: list[tuple[list[float], float]] = []
         self._optimizer = Optimizer(
@@ -81,43 +90,71 @@ class BayesianStrategy(Strategy):
             points = optimizer.ask(n_points=n, strategy=self.lie) if n > 1 else [optimizer.ask()]
         return [self.space.decode(np.asarray(p)) for p in points]
 
-    def _propose_optuna(self, n: int) -> list[Config]:
-        """Optuna's GP: the observations and lies for pending points go into a fresh
-        in-memory study, which is asked one point at a time, each told its lie."""
-        import optuna
-        from optuna.distributions import BaseDistribution, FloatDistribution
-        from optuna.trial import create_trial
+    def _study(self) -> Any:
+        """The one Optuna study behind ``engine="optuna"``: every suggestion is one of its
+        trials, running until its result is told (failed jobs are failed trials)."""
+        if self._optuna is None:
+            import optuna
+            from optuna.distributions import FloatDistribution
 
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        seen = self._optimizer.Xi + [x for x, _ in self._backlog]
-        losses = self._optimizer.yi + [y for _, y in self._backlog]
-        if len(seen) < self.n_initial_points:
-            return [self.space.decode(u) for u in self.space.sample(self.rng, n)]
-        dists: dict[str, BaseDistribution] = {
-            f"u{i}": FloatDistribution(0.0, 1.0) for i in range(self.space.dimensions)
-        }
-        if self._gp_sampler is None:  # kept: it warm-starts its kernel fit from the last one
-            self._gp_sampler = optuna.samplers.GPSampler(
-                seed=int(self.rng.integers(2**31 - 1)), n_startup_trials=0
+            optuna.logging.set_verbosity(optuna.logging.ERROR)
+            sampler = optuna.samplers.GPSampler(
+                seed=int(self.rng.integers(2**31 - 1)), n_startup_trials=self.n_initial_points
             )
-        study = optuna.create_study(sampler=self._gp_sampler)
+            self._optuna = optuna.create_study(sampler=sampler)
+            self._dists = {
+                f"u{i}": FloatDistribution(0.0, 1.0) for i in range(self.space.dimensions)
+            }
+        return self._optuna
 
-        def add(x: list[float], y: float) -> None:
-            params = {f"u{i}": min(1.0, max(0.0, v)) for i, v in enumerate(x)}
-            study.add_trial(create_trial(params=params, distributions=dists, value=y))
+    def _params(self, config: Config) -> dict[str, float]:
+        return {f"u{i}": min(1.0, max(0.0, v)) for i, v in enumerate(self._point(config))}
 
-        lie = self._lie(losses)
-        for x, y in zip(seen, losses, strict=True):
-            add(x, y)
-        for config in self.pending.values():
-            add(self._point(config), lie)
+    def _propose_optuna(self, n: int) -> list[Config]:
+        """Ask the study; jobs resumed after a restart become running trials first, so the
+        GP's own treatment of running trials spreads a batch out."""
+        study = self._study()
+        for key, config in self.pending.items():
+            if key not in self._trials:
+                study.enqueue_trial(self._params(config))
+                self._trials[key] = study.ask(self._dists)
         out = []
         for _ in range(n):
-            trial = study.ask(dists)
-            point = [trial.params[f"u{i}"] for i in range(self.space.dimensions)]
-            study.tell(trial, lie)
-            out.append(self.space.decode(np.asarray(point)))
+            trial = study.ask(self._dists)
+            config = self.space.decode(
+                np.asarray([trial.params[f"u{i}"] for i in range(self.space.dimensions)])
+            )
+            key = self.space.key(config)
+            if key in self._trials:  # a repeat: the base class will _discard it
+                self._repeats[key] = trial
+            else:
+                self._trials[key] = trial
+            out.append(config)
         return out
+
+    def _discard(self, config: Config) -> None:
+        if self.engine == "optuna":
+            from optuna.trial import TrialState
+
+            key = self.space.key(config)
+            trial = self._repeats.pop(key, None) or self._trials.pop(key, None)
+            if trial is not None:
+                self._study().tell(trial, state=TrialState.FAIL)
+
+    def _observe_optuna(self, config: Config, loss: float | None) -> None:
+        from optuna.trial import TrialState, create_trial
+
+        study = self._study()
+        trial = self._trials.pop(self.space.key(config), None)
+        if trial is not None:
+            if loss is None:
+                study.tell(trial, state=TrialState.FAIL)
+            else:
+                study.tell(trial, loss)
+        elif loss is not None:  # a result from the store, never asked of this study
+            study.add_trial(
+                create_trial(params=self._params(config), distributions=self._dists, value=loss)
+            )
 
     def _lie(self, losses: list[float]) -> float:
         if self.lie == "cl_min":
@@ -130,7 +167,9 @@ class BayesianStrategy(Strategy):
         return [float(x) for x in self.space.encode(config)]
 
     def _observe(self, config: Config, loss: float | None) -> None:
-        if loss is not None:
+        if self.engine == "optuna":
+            self._observe_optuna(config, loss)
+        elif loss is not None:
             self._backlog.append((self._point(config), loss))
 
     def _flush(self) -> None:
@@ -143,5 +182,8 @@ class BayesianStrategy(Strategy):
                 self._optimizer.tell(list(xs), list(ys))
 
     def describe(self) -> dict[str, Any]:
+        if self.engine == "optuna":
+            done = self._study().get_trials(deepcopy=False) if self._optuna else []
+            return {"observations": sum(t.value is not None for t in done), "engine": "optuna"}
         self._flush()
         return {"observations": len(self._optimizer.yi), "lie": self.lie}
