@@ -42,6 +42,24 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
     return peak
 
 
+def test_half_a_gpu_per_trial_puts_two_trials_on_each_gpu(tmp_path, sqlite_url):
+    job = {"gpus": ["0", "1"], "gpus_per_job": 0.5}
+    tuner = make_tuner(
+        tmp_path, sqlite_url, {"sleep": 0.6}, max_jobs=8, max_parallel_jobs=8, job=job
+    )
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert all(j.status is TrainingStatus.COMPLETED for j in jobs)
+    by_gpu: dict[str, list[tuple[float, float]]] = {"0": [], "1": []}
+    for job in jobs:
+        out = Path(job.workdir) / "output"
+        seen = json.loads((out / "gpu.json").read_text())
+        assert seen["TUNER_GPU_FRACTION"] == "0.5" and seen["CUDA_VISIBLE_DEVICES"] == job.gpus
+        times = json.loads((out / "times.json").read_text())
+        by_gpu[job.gpus].append((times["start"], times["end"]))
+    assert [max_overlap(spans) for spans in by_gpu.values()] == [2, 2]  # never 3 on one GPU
+
+
 def test_limits_hold_by_the_jobs_own_clocks_and_the_store(tmp_path, database_url):
     tuner = make_tuner(tmp_path, database_url, {"sleep": 0.3}, max_jobs=10, max_parallel_jobs=3)
     tuner.fit()

@@ -33,6 +33,9 @@ if out:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "argv.json"), "w") as f:
         json.dump(sys.argv[1:], f)
+    with open(os.path.join(out, "gpu.json"), "w") as f:
+        names = ("CUDA_VISIBLE_DEVICES", "TUNER_GPU_FRACTION")
+        json.dump({k: os.environ.get(k) for k in names}, f)
     with open(os.path.join(out, "runs.txt"), "a") as f:  # one line per run of this job
         f.write(f"{os.getpid()}\n")
 if args.ignore_sigterm == "true":
