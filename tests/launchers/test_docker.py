@@ -96,3 +96,22 @@ def test_a_tuning_job_in_containers(tmp_path, docker_host, docker_image):
     assert best.objective == pytest.approx(
         1 - (best.hyperparameters["x"] - 0.3) ** 2 - 0.01, abs=1e-5
     )
+
+
+def test_a_quarter_of_a_gpu_per_container(tmp_path, docker_host, docker_image):
+    """gpus_per_job=0.25: four containers per GPU id, each asking the engine for that GPU."""
+    from tuner.launchers.docker import DockerLauncher
+    from tuner.launchers.slots import jobs_per_gpu_for
+
+    launcher = DockerLauncher(
+        docker_image, docker_host=docker_host, gpus=["0", "1"], jobs_per_gpu=jobs_per_gpu_for(0.25)
+    )
+    try:
+        assert launcher.free_slots(0.25) == 8
+        taken = [launcher.slots.take(f"j{i}", 0.25) for i in range(8)]
+        assert sorted(g for (g,) in taken) == ["0"] * 4 + ["1"] * 4
+        assert launcher.free_slots(0.25) == 0
+        (request,) = launcher.device_requests(taken[0])
+        assert request["DeviceIDs"] == taken[0]
+    finally:
+        launcher.close()
