@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import boto3
 import pytest
@@ -75,7 +76,13 @@ def test_the_endpoint_can_be_given_in_the_definition(tmp_path, sqlite_url, s3, m
     jobs = run(tmp_path, Store(sqlite_url), output_s3_uri="s3://other", s3_endpoint_url=s3)
     assert all(j.artifacts_uri == f"s3://other/art/{j.name}/" for j in jobs)
     listed = boto3.client("s3", endpoint_url=s3).list_objects_v2(Bucket="other")
-    assert len(listed["Contents"]) == 3 * 4
+    local = {  # every file of every job folder that is uploaded: the log and output/
+        f"art/{j.name}/{p.relative_to(j.workdir).as_posix()}"
+        for j in jobs
+        for p in Path(j.workdir).rglob("*")
+        if p.is_file() and p.relative_to(j.workdir).parts[0] in ("log.txt", "output")
+    }
+    assert {o["Key"] for o in listed["Contents"]} == local
 
 
 def test_a_failed_upload_loses_nothing_and_says_why(tmp_path, sqlite_url, s3, caplog):
