@@ -224,6 +224,7 @@ def random_search(problem: Problem, budget: int, batch: int, seed: int) -> list[
 
 CONTENDERS: dict[str, Callable[..., list[float]]] = {
     "ours-bayesian": ours("Bayesian"),
+    "ours-bo-skopt": ours("Bayesian", engine="skopt"),
     "ours-bo-optuna": ours("Bayesian", engine="optuna"),
     "ours-tpe": ours("TPE"),
     "ours-random": ours("Random"),
@@ -248,12 +249,12 @@ def summarize(problem: Problem, runs: list[list[float]], budget: int) -> dict[st
     return {"regret": at, "to_target": statistics.median(hits)}
 
 
-def classic_claim(seeds: int, engine: str) -> None:
+def classic_claim(seeds: range, engine: str) -> None:
     """Bayesian 30 jobs / 2 parallel against random 120 jobs / 8 parallel on digits."""
     problem = PROBLEMS["digits"]
     wins = 0
     print(f"digits, Bayesian (engine {engine}) 30 jobs / 2 parallel vs Random 120 jobs / 8")
-    for seed in range(seeds):
+    for seed in seeds:
         began = time.perf_counter()
         bayes = min(ours("Bayesian", engine=engine)(problem, 30, 2, seed))
         rand = min(ours("Random")(problem, 120, 8, seed))
@@ -263,7 +264,7 @@ def classic_claim(seeds: int, engine: str) -> None:
             f"({'Bayesian' if bayes <= rand else 'random'} at least as good; "
             f"{time.perf_counter() - began:.0f} s)"
         )
-    print(f"  Bayesian reached random search's best in {wins} of {seeds} seeds")
+    print(f"  Bayesian reached random search's best in {wins} of {len(seeds)} seeds")
 
 
 def main() -> None:
@@ -275,18 +276,25 @@ def main() -> None:
         "--contenders", nargs="+", default=list(CONTENDERS), choices=sorted(CONTENDERS)
     )
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (held-out sets)"
+    )
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 8])
     parser.add_argument("--budget", type=int, default=50)
     parser.add_argument("--claim", action="store_true", help="the classic claim on digits")
-    parser.add_argument("--engine", default="optuna", help="the Bayesian engine for --claim")
+    parser.add_argument("--engine", default="native", help="the Bayesian engine for --claim")
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     if args.claim:
-        classic_claim(args.seeds, args.engine)
+        classic_claim(range(args.first_seed, args.first_seed + args.seeds), args.engine)
         return
-    print(f"{args.seeds} seeds, budget {args.budget}; regret = best found - minimum (median)")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    print(
+        f"seeds {seeds.start}-{seeds.stop - 1}, budget {args.budget}; "
+        "regret = best found - minimum (median)"
+    )
     for name in args.problems:
         problem = PROBLEMS[name]
         for batch in args.batches:
@@ -298,10 +306,7 @@ def main() -> None:
             results = {}
             for contender in args.contenders:
                 began = time.perf_counter()
-                runs = [
-                    CONTENDERS[contender](problem, args.budget, batch, seed)
-                    for seed in range(args.seeds)
-                ]
+                runs = [CONTENDERS[contender](problem, args.budget, batch, seed) for seed in seeds]
                 results[contender] = summarize(problem, runs, args.budget)
                 r = results[contender]
                 cells = "".join(f"{r['regret'].get(n, math.nan):10.4g} " for n in (10, 20, 30, 50))  # type: ignore[union-attr]

@@ -117,7 +117,7 @@ def test_model_based_search_beats_random_in_both_directions(name, direction):
     assert best[name] > 0.3
 
 
-@pytest.mark.parametrize("engine", ["skopt", "optuna"])
+@pytest.mark.parametrize("engine", ["native", "skopt", "optuna"])
 def test_bayesian_batch_spreads_out(engine):
     strategy = make_strategy("Bayesian", SPACE, seed=5, options={"engine": engine})
     run(strategy, rounds=12, batch=1)

@@ -1,0 +1,116 @@
+"""The native Bayesian engine: its Gaussian process, its acquisition and its search."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from scipy.stats import norm
+
+from tuner.strategies.gaussian_process import (
+    GaussianProcess,
+    Prior,
+    log_expected_improvement,
+    negative_log_posterior,
+)
+from tuner.strategies.gp import GPSearch
+
+
+def _data(n=25, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, d))
+    y = np.sin(4 * x).sum(1)
+    return x, (y - y.mean()) / y.std()
+
+
+@pytest.mark.parametrize("prior", [Prior(), Prior(length_scale=0.2, log_sd=0.5, noise_rate=30)])
+def test_the_likelihood_gradient_is_exact(prior):
+    x, y = _data()
+    theta = np.array([0.3, -0.5, 0.2, -1.0, math.log(1e-3)])
+    value, grad = negative_log_posterior(theta, x, y, prior)
+    numeric = approx_fprime(theta, lambda t: negative_log_posterior(t, x, y, prior)[0], 1e-6)
+    assert np.isfinite(value)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-4)
+
+
+def test_the_fitted_process_interpolates_and_is_unsure_far_away():
+    x, y = _data()
+    start = GaussianProcess.default_theta(3, Prior())
+    gp = GaussianProcess.fit(x, y, [start], Prior(), iterations=100).condition(x, y)
+    mean, std = gp.predict(x)
+    np.testing.assert_allclose(mean, y, atol=0.05)
+    assert std.max() < 0.1
+    far_mean, far_std = gp.predict(np.full((1, 3), 40.0))
+    assert abs(far_mean[0]) < 1e-6
+    assert far_std[0] == pytest.approx(math.sqrt(gp.amplitude), rel=1e-6)
+
+
+def test_log_expected_improvement_is_the_closed_form_and_stays_finite_in_the_tail():
+    mean = np.array([-1.0, 0.0, 0.5, 2.0, 4.0])
+    std = np.array([1.0, 0.5, 1.0, 0.3, 1.0])
+    z = (0.0 - mean) / std
+    direct = std * (z * norm.cdf(z) + norm.pdf(z))
+    np.testing.assert_allclose(np.exp(log_expected_improvement(mean, std, 0.0)), direct, rtol=1e-9)
+    far = log_expected_improvement(np.array([10.0, 40.0, 1e4]), np.ones(3), 0.0)
+    assert np.all(np.isfinite(far))
+    assert far[0] > far[1] > far[2]
+    # z = -10: log EI ~ -z^2/2 - log(2 pi)/2 - 2 log|z|, to within 3/z^2
+    assert far[0] == pytest.approx(-50 - 0.5 * math.log(2 * math.pi) - 2 * math.log(10), abs=0.05)
+
+
+def _search(seed, **kwargs):
+    return GPSearch(2, np.random.default_rng(seed), n_initial_points=5, **kwargs)
+
+
+def _bowl(p):
+    return float(((p - np.array([0.3, 0.7])) ** 2).sum())
+
+
+def test_the_search_converges_on_a_bowl():
+    search = _search(0)
+    for _ in range(25):
+        (point,) = search.ask(1, [])
+        search.tell(point, _bowl(point))
+    assert min(search.y) < 1e-4
+
+
+def test_same_seed_same_points_and_initial_points_fill_the_square():
+    points = []
+    for _ in range(2):
+        search = _search(3)
+        run = []
+        for _ in range(8):
+            (point,) = search.ask(1, [])
+            search.tell(point, _bowl(point))
+            run.append(point)
+        points.append(np.array(run))
+    np.testing.assert_array_equal(points[0], points[1])
+    first = points[0][:4]
+    assert {tuple(q) for q in (first > 0.5).astype(int)} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+
+def test_pending_points_and_batches_spread_out():
+    search = _search(1)
+    for point in np.random.default_rng(1).random((10, 2)):
+        search.tell(point, _bowl(point))
+    pending = [np.array([0.3, 0.7])]
+    batch = search.ask(6, pending)
+    everything = np.vstack([batch, pending])
+    gaps = [np.linalg.norm(a - b) for i, a in enumerate(everything) for b in everything[:i]]
+    assert min(gaps) > 1e-3
+
+
+def test_past_model_points_it_keeps_the_best_and_still_suggests_well():
+    search = _search(2, model_points=30, fit_points=20)
+    rng = np.random.default_rng(2)
+    for point in rng.random((80, 2)):
+        search.tell(point, _bowl(point))
+    best = search.x[int(np.argmin(search.y))]
+    _, x, y = search._fit()
+    assert len(x) == 30
+    assert any(np.array_equal(best, row) for row in x)
+    assert y.min() == pytest.approx((min(search.y) - np.median(search.y)) / np.std(search.y))
+    for _ in range(10):
+        (point,) = search.ask(1, [])
+        search.tell(point, _bowl(point))
+    assert min(search.y[80:]) < min(search.y[:80])
