@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument(
         "--strategies",
         nargs="+",
-        default=["Random", "TPE", "Bayesian:engine=optuna", "Bayesian:engine=skopt"],
+        default=["Random", "TPE", "Bayesian", "Bayesian:engine=optuna", "Bayesian:engine=skopt"],
     )
     args = parser.parse_args()
     print(
