@@ -109,8 +109,41 @@ def test_past_model_points_it_keeps_the_best_and_still_suggests_well():
     _, x, y = search._fit()
     assert len(x) == 30
     assert any(np.array_equal(best, row) for row in x)
-    assert y.min() == pytest.approx((min(search.y) - np.median(search.y)) / np.std(search.y))
+    assert y.min() == pytest.approx(GPSearch._scale(np.array(search.y)).min())
     for _ in range(10):
         (point,) = search.ask(1, [])
         search.tell(point, _bowl(point))
     assert min(search.y[80:]) < min(search.y[:80])
+
+
+def test_diverged_losses_are_capped_so_the_good_ones_stay_apart():
+    good = np.array([0.03, 0.031, 0.035, 0.04, 0.05, 0.045, 0.038])
+    scaled = GPSearch._scale(np.concatenate([good, [1.0, 0.9]]))
+    assert scaled[7] == scaled[8]  # both at median + 3 robust deviations
+    assert scaled[7] > scaled[:7].max()
+    np.testing.assert_array_equal(np.argsort(scaled[:7]), np.argsort(good))
+    # Uncapped, the good losses would span 0.05 standard deviations; capped, more than one.
+    assert np.ptp(scaled[:7]) > 1.0
+    smooth = np.linspace(0.0, 1.0, 11)
+    np.testing.assert_allclose(GPSearch._scale(smooth), (smooth - 0.5) / smooth.std())
+
+
+def test_pending_points_are_told_the_best_loss_or_in_the_trust_region_their_mean(monkeypatch):
+    search = _search(3)
+    for point in np.random.default_rng(3).random((12, 2)):
+        search.tell(point, _bowl(point))
+    told = []
+    condition = GaussianProcess.condition
+
+    def spy(self, x, y):
+        told.append((self.theta, x, y))
+        return condition(self, x, y)
+
+    monkeypatch.setattr(GaussianProcess, "condition", spy)
+    pending = np.array([0.5, 0.5])
+    for in_region in (False, True):  # model steps alternate: expected improvement, then region
+        search.ask(1, [pending])
+        (theta, x, y), (_, x_busy, y_busy) = told[-2:]
+        np.testing.assert_array_equal(x_busy[-1], pending)
+        mean = condition(GaussianProcess(theta), x, y).predict(pending[None])[0][0]
+        assert y_busy[-1] == pytest.approx(mean if in_region else y.min())

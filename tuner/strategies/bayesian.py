@@ -4,8 +4,9 @@ All engines work on the unit cube of ``tuner.space`` (log ranges are already log
 minimise the loss; failed jobs are left out of the model.
 
 ``engine="native"`` (default, ``gp.py``): Sobol initial points, a Matern 5/2 GP with MAP
-hyperparameters fitted incrementally, log expected improvement alternating with a
-trust-region step, constant liar for batches and running jobs. It is the fastest to suggest
+hyperparameters fitted incrementally, outlying losses capped, log expected improvement
+alternating with a trust-region step, constant liar for batches and running jobs (the
+predicted mean inside the trust region). It is the fastest to suggest
 (well under a second at 1,000 observations) and the best of the three on the problems of
 ``bench/optimizers.py`` (README, Benchmarks).
 

@@ -8,7 +8,9 @@ the same points.
 - The first ``n_initial_points`` points (counting pending ones) are a scrambled Sobol sequence.
 - Model (``gaussian_process.py``): Matern 5/2 with one length scale per dimension, MAP
   hyperparameters, each fit starting from the previous one (and, every few fits, also from the
-  prior's mode). Losses are centred on their median and scaled by their standard deviation, so
+  prior's mode). Losses above the median plus three robust deviations (scaled median absolute
+  deviation) are capped there, so a few diverged jobs do not flatten the differences among the
+  good ones; then they are centred on their median and scaled by their standard deviation, so
   unexplored regions are predicted to be typical rather than better than typical.
   Past ``model_points`` observations the model keeps the best third and a random rest, and the
   hyperparameters are fitted on at most ``fit_points`` of those, so one suggestion stays well
@@ -21,9 +23,11 @@ the same points.
   half a length scale wide in each dimension (a trust region, as in TuRBO: Eriksson et al.,
   NeurIPS 2019). That makes the search converge inside the basin it has found, which expected
   improvement alone does slowly, while the other half keeps exploring.
-- Batches and pending points: constant liar (Ginsbourger et al., 2010): each chosen point is
-  added to the model with a lie for its loss (the best, mean or worst scaled loss) before the
-  next one is chosen, with the hyperparameters kept.
+- Batches and pending points: each chosen point is added to the model with a lie for its loss
+  before the next one is chosen, with the hyperparameters kept. For expected improvement the
+  lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
+  2010); in the trust region it is the predicted mean, which shrinks only the uncertainty
+  (as GP-BUCB does: Desautels et al., JMLR 2014).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ WARM_FIT_ITERATIONS = 50
 FRESH_START_EVERY = 5  # fits that also start from the prior's mode
 PRIOR = Prior()
 LOCAL_BETA = 1.0  # the trust region's acquisition: -(mean - LOCAL_BETA * std)
+OUTLIER_MADS = 3.0  # losses above median + this many (normal-scaled) MADs are capped there
 
 
 class GPSearch:
@@ -134,6 +139,12 @@ class GPSearch:
 
     @staticmethod
     def _scale(losses: np.ndarray) -> np.ndarray:
+        """Losses capped at ``OUTLIER_MADS`` robust deviations above the median, then centred
+        on the median and divided by their standard deviation."""
+        median = float(np.median(losses))
+        deviation = 1.4826 * float(np.median(np.abs(losses - median)))
+        if deviation > 0.0:
+            losses = np.minimum(losses, median + OUTLIER_MADS * deviation)
         spread = float(losses.std())
         if spread == 0.0:
             return np.zeros_like(losses)
@@ -155,9 +166,13 @@ class GPSearch:
         self._model_asks += 1
         in_region = self._model_asks % LOCAL_EVERY == 0
         if busy:
+            pending = np.array(busy)
+            # In the trust region the busy points are told their predicted mean (kriging
+            # believer): only the uncertainty around them shrinks, so the lower confidence bound
+            # moves on instead of clustering where an optimistic lie lowered the mean.
+            lies = gp.predict(pending)[0] if in_region else np.full(len(busy), self._lie_value(y))
             gp = GaussianProcess(gp.theta).condition(
-                np.vstack([x, np.array(busy)]),
-                np.concatenate([y, np.full(len(busy), self._lie_value(y))]),
+                np.vstack([x, pending]), np.concatenate([y, lies])
             )
         best = float(y.min())
         scales = np.minimum(gp.length_scales, 1.0)
