@@ -116,14 +116,17 @@ def test_past_model_points_it_keeps_the_best_and_still_suggests_well():
     assert min(search.y[80:]) < min(search.y[:80])
 
 
-def test_diverged_losses_are_capped_so_the_good_ones_stay_apart():
+def test_diverged_losses_are_compressed_so_the_good_ones_stay_apart():
     good = np.array([0.03, 0.031, 0.035, 0.04, 0.05, 0.045, 0.038])
-    scaled = GPSearch._scale(np.concatenate([good, [1.0, 0.9]]))
-    assert scaled[7] == scaled[8]  # both at median + 3 robust deviations
-    assert scaled[7] > scaled[:7].max()
-    np.testing.assert_array_equal(np.argsort(scaled[:7]), np.argsort(good))
-    # Uncapped, the good losses would span 0.05 standard deviations; capped, more than one.
-    assert np.ptp(scaled[:7]) > 1.0
+    losses = np.concatenate([good, [1.0, 0.9]])
+    scaled = GPSearch._scale(losses)
+    np.testing.assert_array_equal(np.argsort(scaled), np.argsort(losses))
+    # median 0.04, robust deviation 1.4826 * 0.009: compressed beyond 0.04 + 3 * 0.01334
+    cap, deviation = 0.04 + 3 * 1.4826 * 0.009, 1.4826 * 0.009
+    compressed = np.concatenate([good, cap + deviation * np.log1p((losses[7:] - cap) / deviation)])
+    np.testing.assert_allclose(scaled, (compressed - 0.04) / compressed.std())
+    # Uncompressed, the good losses would span 0.05 standard deviations; compressed, 0.49.
+    assert np.ptp(scaled[:7]) > 0.4
     smooth = np.linspace(0.0, 1.0, 11)
     np.testing.assert_allclose(GPSearch._scale(smooth), (smooth - 0.5) / smooth.std())
 

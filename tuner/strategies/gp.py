@@ -8,9 +8,9 @@ the same points.
 - The first ``n_initial_points`` points (counting pending ones) are a scrambled Sobol sequence.
 - Model (``gaussian_process.py``): Matern 5/2 with one length scale per dimension, MAP
   hyperparameters, each fit starting from the previous one (and, every few fits, also from the
-  prior's mode). Losses above the median plus three robust deviations (scaled median absolute
-  deviation) are capped there, so a few diverged jobs do not flatten the differences among the
-  good ones; then they are centred on their median and scaled by their standard deviation, so
+  prior's mode). Losses beyond the median plus three robust deviations (scaled median
+  absolute deviation) are compressed logarithmically, so a few diverged jobs do not flatten the
+  differences among the good ones; then they are centred on their median and scaled by their standard deviation, so
   unexplored regions are predicted to be typical rather than better than typical.
   Past ``model_points`` observations the model keeps the best third and a random rest, and the
   hyperparameters are fitted on at most ``fit_points`` of those, so one suggestion stays well
@@ -35,6 +35,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.spatial import cKDTree
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
@@ -51,7 +52,8 @@ WARM_FIT_ITERATIONS = 50
 FRESH_START_EVERY = 5  # fits that also start from the prior's mode
 PRIOR = Prior()
 LOCAL_BETA = 1.0  # the trust region's acquisition: -(mean - LOCAL_BETA * std)
-OUTLIER_MADS = 3.0  # losses above median + this many (normal-scaled) MADs are capped there
+BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
+OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
 
 
 class GPSearch:
@@ -139,12 +141,15 @@ class GPSearch:
 
     @staticmethod
     def _scale(losses: np.ndarray) -> np.ndarray:
-        """Losses capped at ``OUTLIER_MADS`` robust deviations above the median, then centred
-        on the median and divided by their standard deviation."""
+        """Losses compressed logarithmically beyond ``OUTLIER_MADS`` robust deviations above the
+        median (order kept), then centred on the median and divided by their standard
+        deviation."""
         median = float(np.median(losses))
         deviation = 1.4826 * float(np.median(np.abs(losses - median)))
         if deviation > 0.0:
-            losses = np.minimum(losses, median + OUTLIER_MADS * deviation)
+            cap = median + OUTLIER_MADS * deviation
+            excess = np.maximum(losses - cap, 0.0) / deviation
+            losses = np.where(losses > cap, cap + deviation * np.log1p(excess), losses)
         spread = float(losses.std())
         if spread == 0.0:
             return np.zeros_like(losses)
@@ -182,11 +187,18 @@ class GPSearch:
             width = np.clip(scales, 0.05, 0.5) * TRUST_REGION
             low, high = np.maximum(centre - width, 0.0), np.minimum(centre + width, 1.0)
 
+        near_busy = cKDTree(np.array(busy)) if busy else None
+
         def score(points: np.ndarray) -> np.ndarray:
             mean, std = gp.predict(points)
             if in_region:
-                return LOCAL_BETA * std - mean
-            return log_expected_improvement(mean, np.maximum(std, 1e-9), best)
+                values = LOCAL_BETA * std - mean
+            else:
+                values = log_expected_improvement(mean, np.maximum(std, 1e-9), best)
+            if near_busy is not None:
+                gaps = near_busy.query(points)[0]
+                values = np.where(gaps < BUSY_GAP, -np.inf, values)
+            return values
 
         starts = x[np.argsort(y)[:LOCAL_STARTS]]
         spread = low + (high - low) * self._sobol_points(SOBOL_CANDIDATES)
