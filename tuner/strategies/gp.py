@@ -10,8 +10,9 @@ the same points.
   hyperparameters, each fit starting from the previous one (and, every few fits, also from the
   prior's mode). Losses beyond the median plus three robust deviations (scaled median
   absolute deviation) are compressed logarithmically, so a few diverged jobs do not flatten the
-  differences among the good ones; then they are centred on their median and scaled by their standard deviation, so
-  unexplored regions are predicted to be typical rather than better than typical.
+  differences among the good ones; then they are centred on their median and scaled by their
+  standard deviation, so unexplored regions are predicted to be typical rather than better
+  than typical.
   Past ``model_points`` observations the model keeps the best third and a random rest, and the
   hyperparameters are fitted on at most ``fit_points`` of those, so one suggestion stays well
   under a second at 1,000 observations.
@@ -27,7 +28,8 @@ the same points.
   before the next one is chosen, with the hyperparameters kept. For expected improvement the
   lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
   2010); in the trust region it is the predicted mean, which shrinks only the uncertainty
-  (as GP-BUCB does: Desautels et al., JMLR 2014).
+  (as GP-BUCB does: Desautels et al., JMLR 2014). No suggestion comes within ``BUSY_GAP`` of
+  a busy point.
 """
 
 from __future__ import annotations
