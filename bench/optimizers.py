@@ -255,19 +255,22 @@ def summarize(problem: Problem, runs: list[list[float]], budget: int) -> dict[st
 def classic_claim(seeds: range, engine: str) -> None:
     """Bayesian 30 jobs / 2 parallel against random 120 jobs / 8 parallel on digits."""
     problem = PROBLEMS["digits"]
-    wins = 0
+    won: list[bool] = []
     print(f"digits, Bayesian (engine {engine}) 30 jobs / 2 parallel vs Random 120 jobs / 8")
     for seed in seeds:
         began = time.perf_counter()
         bayes = min(ours("Bayesian", engine=engine)(problem, 30, 2, seed))
         rand = min(ours("Random")(problem, 120, 8, seed))
-        wins += bayes <= rand
+        won.append(bayes <= rand)
         print(
             f"  seed {seed}: best accuracy Bayesian {1 - bayes:.4f}, random {1 - rand:.4f} "
             f"({'Bayesian' if bayes <= rand else 'random'} at least as good; "
             f"{time.perf_counter() - began:.0f} s)"
         )
-    print(f"  Bayesian reached random search's best in {wins} of {len(seeds)} seeds")
+    print(f"  Bayesian reached random search's best in {sum(won)} of {len(seeds)} seeds")
+    fives = [sum(won[i : i + 5]) for i in range(0, len(won) - 4, 5)]
+    if len(fives) > 1:
+        print(f"  per five seeds: {fives}; {sum(f >= 4 for f in fives)} of {len(fives)} at 4 or 5")
 
 
 def main() -> None:
