@@ -172,8 +172,8 @@ class GPSearch:
         region."""
         self._model_asks += 1
         in_region = self._model_asks % LOCAL_EVERY == 0
+        pending = np.array(busy)
         if busy:
-            pending = np.array(busy)
             # In the trust region the busy points are told their predicted mean (kriging
             # believer): only the uncertainty around them shrinks, so the lower confidence bound
             # moves on instead of clustering where an optimistic lie lowered the mean.
@@ -189,7 +189,7 @@ class GPSearch:
             width = np.clip(scales, 0.05, 0.5) * TRUST_REGION
             low, high = np.maximum(centre - width, 0.0), np.minimum(centre + width, 1.0)
 
-        near_busy = cKDTree(np.array(busy)) if busy else None
+        near_busy = cKDTree(pending) if busy else None
 
         def score(points: np.ndarray) -> np.ndarray:
             mean, std = gp.predict(points)
