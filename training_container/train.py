@@ -7,40 +7,78 @@ defaults). One line per epoch, in the classic format the classic regex reads unc
     [Epoch 3] validation: accuracy=0.8667 loss=0.4630
     [Epoch 3] throughput: images/s=5120.3
 
-Exit codes: 0 finished (or stopped early by ``--patience``), 2 bad arguments or no data,
-3 the loss became NaN or infinite. Outputs in ``--output_dir`` (default ``$TUNER_OUTPUT_DIR``
-or ``./output``; ``s3://`` uploads them): ``model.pt``, ``metrics.json``, and ``model.onnx``
-with ``--onnx``. With ``--checkpoint_dir``, every epoch is checkpointed and a restarted job
-resumes after its last completed epoch.
+and, before the first step, ``startup: seconds=2.91 imports=2.10 data=0.35 model=0.21`` (from
+the process's start; with ``--compile`` also ``compile: seconds=...``, the first step).
 
-On a GPU: bf16 autocast, channels_last, the dataset held on the GPU with augmentation done
-there, cudnn autotuning, ``--compile`` for torch.compile. Under ``torchrun`` with several
-processes: DistributedDataParallel, each rank a shard of every epoch, the learning rate scaled
-by the world size; rank 0 prints and saves.
+Exit codes: 0 finished (or stopped early by ``--patience``), 2 bad arguments or no data,
+3 the loss became NaN or infinite (checked every ``CHECK_EVERY`` steps and at each epoch's end).
+Outputs in ``--output_dir`` (default ``$TUNER_OUTPUT_DIR`` or ``./output``; ``s3://`` uploads
+them): ``model.pt``, ``metrics.json``, and ``model.onnx`` with ``--onnx``. With
+``--checkpoint_dir``, every epoch is checkpointed and a restarted job resumes after its last
+completed epoch.
+
+On a GPU: bf16 autocast, channels_last, fused SGD, the dataset held on the GPU with
+augmentation done there, the memory capped at ``TUNER_GPU_FRACTION`` of the GPU when trials
+share it, cuDNN autotuning on runs long enough to repay it, ``--compile`` for torch.compile
+(CUDA graphs by default; its cache is ``TORCHINDUCTOR_CACHE_DIR``, which the tuner shares
+between the trials of a tuning job). Under ``torchrun`` with several processes:
+DistributedDataParallel, each rank a shard of every epoch, the learning rate scaled by the
+world size; rank 0 prints and saves.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import os
-import sys
-import tempfile
 import time
-from pathlib import Path
-from typing import Any
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import nn
+IMPORTED_AT = time.time()  # before the heavy imports, for the start-up line
 
-from training_container.data import CIFAR_MEAN, CIFAR_STD, DataError, load
-from training_container.model import build_model
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from training_container.data import DataError, load  # noqa: E402
+from training_container.device import (  # noqa: E402
+    AUTOTUNE_MIN_STEPS,
+    DeviceError,
+    choose_device,
+    configure_cuda,
+    gpu_fraction,
+    should_autotune,
+)
+from training_container.model import build_model  # noqa: E402
+from training_container.step import (  # noqa: E402
+    Normalizer,
+    TrainStep,
+    default_compile_mode,
+    epoch_batches,
+    make_optimizer,
+    steps_per_epoch,
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
+CHECK_EVERY = 50  # steps between checks for a NaN or infinite loss (each check waits for the GPU)
+
+
+def process_started_at() -> float:
+    """When this process started (epoch seconds, to 10 ms), from /proc where there is one."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started_after_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # stat field 22
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - started_after_boot
+        return min(time.time() - age, IMPORTED_AT)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return IMPORTED_AT
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,7 +107,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output_dir", default=os.environ.get("TUNER_OUTPUT_DIR", "output"))
     p.add_argument("--checkpoint_dir", default=None)
     p.add_argument("--onnx", action="store_true", help="also export model.onnx")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--compile", action="store_true", help="torch.compile the training step")
+    p.add_argument(
+        "--compile_mode",
+        default=None,
+        help="torch.compile mode (default: reduce-overhead on a GPU, default on a CPU)",
+    )
+    p.add_argument(
+        "--cudnn_benchmark",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help=f"cuDNN autotuning (auto: on for runs of at least {AUTOTUNE_MIN_STEPS} steps)",
+    )
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if present)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     args = p.parse_args(argv)
@@ -104,49 +153,26 @@ def learning_rate_at(
     return base
 
 
-def augment(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Random 32x32 crops of the 4-pixel zero-padded images, and random horizontal flips,
-    done on whichever device holds the batch."""
-    n, _, h, w = images.shape
-    padded = F.pad(images, (4, 4, 4, 4))
-    dy = torch.randint(0, 9, (n,), device=images.device, generator=generator)
-    dx = torch.randint(0, 9, (n,), device=images.device, generator=generator)
-    rows = (dy[:, None] + torch.arange(h, device=images.device)[None, :])[:, None, :, None]
-    cols = (dx[:, None] + torch.arange(w, device=images.device)[None, :])[:, None, None, :]
-    batch = torch.arange(n, device=images.device)[:, None, None, None]
-    channel = torch.arange(images.shape[1], device=images.device)[None, :, None, None]
-    cropped = padded[batch, channel, rows, cols]
-    flip = torch.rand(n, device=images.device, generator=generator) < 0.5
-    return torch.where(flip[:, None, None, None], cropped.flip(3), cropped)
-
-
-class Normalizer:
-    def __init__(self, device: torch.device) -> None:
-        self.mean = torch.tensor(CIFAR_MEAN, device=device).view(1, 3, 1, 1)
-        self.std = torch.tensor(CIFAR_STD, device=device).view(1, 3, 1, 1)
-
-    def __call__(self, images_uint8: torch.Tensor) -> torch.Tensor:
-        return (images_uint8.float() / 255 - self.mean) / self.std
-
-
 def evaluate(
     model: nn.Module,
     x: torch.Tensor,
     y: torch.Tensor,
     normalize: Normalizer,
     batch_size: int,
-    autocast: Any,
+    device: torch.device,
 ) -> tuple[float, float]:
+    """(mean loss, accuracy) of ``model`` on ``x``; waits for the device once, at the end."""
     model.eval()
-    loss_sum, correct = 0.0, 0
-    with torch.no_grad():
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device, dtype=torch.long)
+    gpu = device.type == "cuda"
+    with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=gpu):
         for start in range(0, len(x), batch_size):
             xb, yb = x[start : start + batch_size], y[start : start + batch_size]
-            with autocast():
-                logits = model(normalize(xb))
-            loss_sum += float(F.cross_entropy(logits.float(), yb, reduction="sum"))
-            correct += int((logits.argmax(1) == yb).sum())
-    return loss_sum / max(1, len(x)), correct / max(1, len(x))
+            logits = model(normalize(xb))
+            loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
+            correct += (logits.argmax(1) == yb).sum()
+    return float(loss_sum) / max(1, len(x)), int(correct) / max(1, len(x))
 
 
 def save_outputs(
@@ -179,6 +205,7 @@ def save_outputs(
 
 
 def main(argv: list[str] | None = None) -> int:
+    started_at = process_started_at()
     args = parse_args(argv)
     if args.onnx:
         try:
@@ -188,13 +215,17 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    try:
+        device = choose_device(args.device, local_rank, world)
+        share = gpu_fraction()
+    except DeviceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if world > 1:
         import torch.distributed as dist
 
-        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         if device.type == "cuda":
-            device = torch.device("cuda", local_rank)
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     say = print if rank == 0 else (lambda *a, **k: None)
@@ -202,19 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        share = os.environ.get("TUNER_GPU_FRACTION")  # several trials share this GPU
-        if share:
-            torch.cuda.set_per_process_memory_fraction(float(share), device)
+    imported = time.time()
 
     try:
         data = load(args.dataset, args.data_dir, args.validation_fraction, args.seed, args.download)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    steps = steps_per_epoch(len(data.x_train), args.batch_size, world)
+    if device.type == "cuda":
+        autotune = should_autotune(args.cudnn_benchmark, steps * args.epochs)
+        configure_cuda(device, share, autotune)
     x_train = torch.from_numpy(data.x_train).to(device)
     y_train = torch.from_numpy(data.y_train).to(device)
     x_val = torch.from_numpy(data.x_val).to(device)
@@ -224,20 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         f"test={len(data.x_test)} device={device} world={world}",
         flush=True,
     )
+    loaded = time.time()
 
     model: nn.Module = build_model(data.classes, args.stem).to(device)
     memory_format = torch.channels_last if device.type == "cuda" else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     base_lr = args.learning_rate * world
-    decay: list[nn.Parameter] = []
-    no_decay: list[nn.Parameter] = []
-    for name, param in model.named_parameters():
-        (no_decay if param.ndim <= 1 or name.endswith(".bias") else decay).append(param)
-    optimizer = torch.optim.SGD(
-        [{"params": decay, "weight_decay": args.wd}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=base_lr,
-        momentum=args.momentum,
-    )
+    optimizer = make_optimizer(model, base_lr, args.momentum, args.wd, device)
     history: list[dict[str, Any]] = []
     start_epoch, best_loss, stale = 0, math.inf, 0
     checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt" if args.checkpoint_dir else None
@@ -255,62 +277,52 @@ def main(argv: list[str] | None = None) -> int:
         train_model = DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    if args.compile:
-        train_model = torch.compile(train_model)  # type: ignore[assignment]
-
-    def autocast() -> Any:
-        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
-
+    compile_mode = (args.compile_mode or default_compile_mode(device)) if args.compile else None
+    train_step = TrainStep(train_model, optimizer, device, memory_format, compile_mode)
     normalize = Normalizer(device)
     generator = torch.Generator(device=device)
-    steps_per_epoch = max(1, math.ceil(len(x_train) / (args.batch_size * world)))
+    built = time.time()
+    say(
+        f"startup: seconds={built - started_at:.2f} imports={imported - started_at:.2f} "
+        f"data={loaded - imported:.2f} model={built - loaded:.2f}",
+        flush=True,
+    )
     for epoch in range(start_epoch, args.epochs):
         generator.manual_seed(args.seed * 1000 + epoch)
-        order = torch.randperm(len(x_train), device=device, generator=generator)
-        order = order[rank::world]
         train_model.train()
-        seen, loss_sum, correct = 0, 0.0, 0
+        totals = train_step.totals()
         began = time.perf_counter()
-        for step in range(steps_per_epoch):
-            idx = order[step * args.batch_size : (step + 1) * args.batch_size]
-            if len(idx) == 0:
-                continue
-            lr = learning_rate_at(epoch * steps_per_epoch + step, steps_per_epoch, args, base_lr)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            images = normalize(augment(x_train[idx], generator))
-            images = images.contiguous(memory_format=memory_format)
-            with autocast():
-                logits = train_model(images)
-                loss = F.cross_entropy(logits.float(), y_train[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                say(f"[Epoch {epoch}] training: loss={value} at batch {step}", flush=True)
+        batches = epoch_batches(x_train, y_train, generator, args.batch_size, rank, world)
+        for step, (images, labels) in enumerate(batches):
+            lr = learning_rate_at(epoch * steps + step, steps, args, base_lr)
+            train_step(images, labels, lr, totals)
+            if compile_mode and epoch == start_epoch and step == 0:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                say(f"compile: seconds={time.perf_counter() - began:.2f}", flush=True)
+            check_now = (step + 1) % CHECK_EVERY == 0 or step + 1 == steps
+            if check_now and not totals.finite():
+                value = float(totals.loss_sum)
+                say(f"[Epoch {epoch}] training: loss={value} by batch {step + 1}", flush=True)
                 print(
-                    f"error: the training loss became {value} at epoch {epoch}, batch {step} "
-                    f"(learning_rate={args.learning_rate:g}); stopping",
+                    f"error: the training loss became {value} at epoch {epoch}, by batch "
+                    f"{step + 1} (learning_rate={args.learning_rate:g}); stopping",
                     file=sys.stderr,
                     flush=True,
                 )
                 return EXIT_DIVERGED
-            seen += len(idx)
-            loss_sum += value * len(idx)
-            correct += int((logits.argmax(1) == y_train[idx]).sum())
             if args.print_freq and (step + 1) % args.print_freq == 0:
                 say(
-                    f"[Epoch {epoch}] batch {step + 1}/{steps_per_epoch} lr={lr:.5g} "
-                    f"loss={value:.4f}",
+                    f"[Epoch {epoch}] batch {step + 1}/{steps} lr={lr:.5g} "
+                    f"loss={float(totals.loss_sum) / max(1, totals.seen):.4f}",
                     flush=True,
                 )
         if device.type == "cuda":
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - began
-        val_loss, val_acc = evaluate(model, x_val, y_val, normalize, 1024, autocast)
-        train_loss, train_acc = loss_sum / max(1, seen), correct / max(1, seen)
-        throughput = seen * world / elapsed
+        train_loss, train_acc = totals.read()
+        val_loss, val_acc = evaluate(model, x_val, y_val, normalize, 1024, device)
+        throughput = totals.seen * world / elapsed
         say(f"[Epoch {epoch}] training: accuracy={train_acc:.4f} loss={train_loss:.4f}")
         say(f"[Epoch {epoch}] validation: accuracy={val_acc:.4f} loss={val_loss:.4f}")
         say(f"[Epoch {epoch}] throughput: images/s={throughput:.1f}", flush=True)

@@ -38,6 +38,7 @@ from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, TunerError
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
+from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
 from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
@@ -105,8 +106,14 @@ def launcher_for(definition: TuningJobDefinition) -> Launcher:
             memory=job.memory,
             network=job.network,
             docker_host=job.docker_host,
+            parallel_jobs=definition.max_parallel_jobs,
         )
-    return LocalLauncher(gpus=job.gpus, jobs_per_gpu=jobs_per_gpu, grace_period=job.grace_period)
+    return LocalLauncher(
+        gpus=job.gpus,
+        jobs_per_gpu=jobs_per_gpu,
+        grace_period=job.grace_period,
+        parallel_jobs=definition.max_parallel_jobs,
+    )
 
 
 @dataclass
@@ -300,12 +307,14 @@ class Scheduler:
         jd = self.definition.job_definition
         workdir = (self.workdir / job.name).resolve()
         share = {"TUNER_GPU_FRACTION": f"{jd.gpus_per_job:g}"} if 0 < jd.gpus_per_job < 1 else {}
+        shared_dir = (self.workdir / SHARED_FOLDER).resolve()
         return LaunchSpec(
             name=job.name,
             argv=training_argv(jd.argv_prefix, jd.static_hyperparameters, job.hyperparameters),
             workdir=workdir,
             cwd=Path(jd.working_directory) if jd.working_directory else None,
             env={
+                **shared_cache_env(shared_dir),
                 **jd.environment,
                 "TUNER_TRIAL_NAME": job.name,
                 "TUNER_TUNING_JOB_NAME": self.name,
@@ -314,6 +323,7 @@ class Scheduler:
             },
             gpus_per_job=jd.gpus_per_job,
             max_runtime=jd.max_runtime,
+            shared_dir=shared_dir,
         )
 
     def _start(self, job: TrainingJob) -> None:

@@ -36,6 +36,9 @@ if out:
     with open(os.path.join(out, "gpu.json"), "w") as f:
         names = ("CUDA_VISIBLE_DEVICES", "TUNER_GPU_FRACTION")
         json.dump({k: os.environ.get(k) for k in names}, f)
+    with open(os.path.join(out, "env.json"), "w") as f:
+        names = ("TUNER_SHARED_DIR", "TORCHINDUCTOR_CACHE_DIR", "OMP_NUM_THREADS")
+        json.dump({k: os.environ.get(k) for k in names}, f)
     with open(os.path.join(out, "runs.txt"), "a") as f:  # one line per run of this job
         f.write(f"{os.getpid()}\n")
 if args.ignore_sigterm == "true":

@@ -115,3 +115,21 @@ def test_a_quarter_of_a_gpu_per_container(tmp_path, docker_host, docker_image):
         assert request["DeviceIDs"] == taken[0]
     finally:
         launcher.close()
+
+
+def test_a_container_gets_its_thread_share_and_the_shared_folder(launcher, tmp_path):
+    shared = tmp_path / "tuning" / "shared"
+    code = (
+        "import os, pathlib; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS']);"
+        f"pathlib.Path({str(shared)!r}, 'cache.bin').write_text('compiled')"
+    )
+    spec = LaunchSpec("share", [PYTHON, "-c", code], tmp_path / "tuning" / "j", shared_dir=shared)
+    handle = launcher.start(spec)
+    deadline = time.monotonic() + 60
+    while (status := launcher.poll(handle)).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    log = launcher.read_logs(handle).decode()
+    assert status.exit_code == 0, log
+    assert log.split() == ["1", "1"]  # cpus=0.5: one thread
+    assert (shared / "cache.bin").read_text() == "compiled"

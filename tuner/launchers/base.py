@@ -40,6 +40,7 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     gpus_per_job: float = 0  # whole GPUs, or a fraction (1/k) of one GPU
     max_runtime: float | None = None
+    shared_dir: Path | None = None  # shared by the trials of a tuning job (mounted likewise)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,13 @@
 Each job is one container of ``image``: the job's argv is the container's command (with the
 image's entrypoint in front, if it has one), never a shell line. The job's folder is
 bind-mounted at the same path inside the container, so ``TUNER_OUTPUT_DIR`` means the same
-thing in and out; a working directory, when given, is mounted and used the same way. GPUs are
+thing in and out; a working directory and the tuning job's shared folder (``spec.shared_dir``,
+which holds the trials' common compile cache), when given, are mounted the same way. GPUs are
 handed out as slots like the local launcher's and reach the container as ``device_requests``
 (the NVIDIA container runtime sees only those GPUs). CPU and memory limits, the network mode
-and the user (default: the tuner's own uid:gid, so outputs belong to the user) are settings.
+and the user (default: the tuner's own uid:gid, so outputs belong to the user) are settings;
+each container gets a fair share of CPU threads (``tuner/launchers/threads.py``: its ``cpus``
+limit, else the engine's cores divided by ``parallel_jobs``).
 Containers run with ``docker-init`` as PID 1 (signals reach the job), no new privileges and
 every capability dropped; nothing privileged. Logs stream from the engine into
 ``<workdir>/log.txt``. Stopping sends SIGTERM, then SIGKILL after the grace period. An ended
@@ -28,6 +31,7 @@ from typing import Any
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
+from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
 
 LABEL = "tuner.training-job"
@@ -59,6 +63,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         network: str | None = None,
         user: str | None = None,
         docker_host: str | None = None,
+        parallel_jobs: int = 1,
     ) -> None:
         import docker
 
@@ -76,6 +81,8 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self.memory = memory
         self.network = network
         self.user = user or f"{os.getuid()}:{os.getgid()}"
+        self.parallel_jobs = parallel_jobs
+        self._engine_cores: int | None = None
         try:
             self.client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else (docker.from_env())
@@ -86,6 +93,14 @@ class DockerLauncher(TrackedLauncher[_Container]):
 
     def free_slots(self, gpus_per_job: float) -> int | None:
         return self.slots.free(gpus_per_job)
+
+    def cores_per_job(self) -> float:
+        """The CPUs a job may use: its ``cpus`` limit, else the engine's cores shared fairly."""
+        if self.cpus:
+            return self.cpus
+        if self._engine_cores is None:
+            self._engine_cores = int(self.client.info().get("NCPU") or 1)
+        return self._engine_cores / max(1, self.parallel_jobs)
 
     def device_requests(self, gpus: list[str]) -> list[Any]:
         from docker.types import DeviceRequest
@@ -102,7 +117,10 @@ class DockerLauncher(TrackedLauncher[_Container]):
         mounts = {str(spec.workdir): {"bind": str(spec.workdir), "mode": "rw"}}
         if spec.cwd is not None:
             mounts[str(spec.cwd)] = {"bind": str(spec.cwd), "mode": "rw"}
-        env = dict(spec.env)
+        env = {**thread_env(self.cores_per_job(), 1, spec.env), **spec.env}
+        if spec.shared_dir is not None:
+            spec.shared_dir.mkdir(parents=True, exist_ok=True)
+            mounts[str(spec.shared_dir)] = {"bind": str(spec.shared_dir), "mode": "rw"}
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus)))
         try:

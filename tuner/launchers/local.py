@@ -1,17 +1,18 @@
 """Training jobs as local processes: the embedded default launcher.
 
-Each job runs in its own working directory and process group (``start_new_session``), with
-stdout and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id in
-``gpus`` offers ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them
-through ``CUDA_VISIBLE_DEVICES``. Stopping signals the whole process group: SIGTERM, then SIGKILL
-after ``grace_period`` seconds; when the job's main process ends, whatever it left behind in its
-group is killed too. The job's handle is written to ``<workdir>/handle`` as soon as it has
-started, so a tuner that dies before recording the start can be resumed without running the job
-twice (``recover``); a tuner killed between starting the process and writing that file is covered
-too: every job carries its folder in ``TUNER_LAUNCH_FOLDER``, by which ``recover`` finds it among
-the running processes, and a job that ran and ended meanwhile is known by its log. The folder of
-the tuner's own Python interpreter comes first on the job's PATH, so ``python`` in a command is
-the tuner's virtualenv, as if it were activated.
+Each job runs in its own working directory and process group (``start_new_session``), with stdout
+and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id in ``gpus`` offers
+``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them through
+``CUDA_VISIBLE_DEVICES``. Each job gets a fair share of the CPU threads
+(``tuner/launchers/threads.py``: the cores divided by ``parallel_jobs``). Stopping signals the
+whole process group: SIGTERM, then SIGKILL after ``grace_period`` seconds; when the job's main
+process ends, whatever it left behind in its group is killed too. The job's handle is written to
+``<workdir>/handle`` as soon as it has started, so a tuner that dies before recording the start can
+be resumed without running the job twice (``recover``); a tuner killed between starting the process
+and writing that file is covered too: every job carries its folder in ``TUNER_LAUNCH_FOLDER``, by
+which ``recover`` finds it among the running processes, and a job that ran and ended meanwhile is
+known by its log. The folder of the tuner's own Python interpreter comes first on the job's PATH,
+so ``python`` in a command is the tuner's virtualenv, as if it were activated.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import IO
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
+from tuner.launchers.threads import local_cores, thread_env
 from tuner.launchers.tracked import (
     HANDLE_FILE,
     LAUNCH_MARKER,
@@ -89,12 +91,14 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         gpus: Sequence[str | int] = (),
         jobs_per_gpu: int = 1,
         grace_period: float = 10.0,
+        parallel_jobs: int = 1,
     ) -> None:
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
         super().__init__()
         self.slots = GpuSlots(gpus, jobs_per_gpu)
         self.grace_period = grace_period
+        self.parallel_jobs = parallel_jobs
 
     def free_slots(self, gpus_per_job: float) -> int | None:
         return self.slots.free(gpus_per_job)
@@ -104,7 +108,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             raise LaunchError(f"a job named {spec.name} was already started by this launcher")
         spec.workdir.mkdir(parents=True, exist_ok=True)
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
-        env = {**os.environ, **spec.env}
+        threads = thread_env(local_cores(), self.parallel_jobs, os.environ, spec.env)
+        env = {**os.environ, **threads, **spec.env}
         env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
         env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
