@@ -8,7 +8,7 @@ figure is the sum over its trials of their median per-epoch throughput (the firs
 cuDNN's autotuning, left out). The reference is the single trial, measured in the same run:
 ratios above 1 mean packing small trials onto one GPU trains more images per second.
 
-    python bench/gpu_packing.py [--levels 1 2 4] [--epochs 4] [--batch 256]
+    python bench/gpu_packing.py [--levels 1 2 4 8] [--epochs 4] [--batch 256] [--json FILE]
 
 Meant for a GPU machine; on a CPU it runs the same jobs (the fraction is then ignored), which
 checks the mechanics but says nothing about GPUs.
@@ -17,6 +17,7 @@ checks the mechanics but says nothing about GPUs.
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -31,7 +32,9 @@ THROUGHPUT = {"Name": "images-per-second", "Regex": r"throughput: images/s=([0-9
 ACCURACY = {"Name": "validation-accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}
 
 
-def level(trials: int, epochs: int, batch: int, gpu: str, folder: Path) -> dict[str, float]:
+def level(
+    trials: int, epochs: int, batch: int, gpu: str, folder: Path, stem: str = "cifar"
+) -> dict[str, float]:
     """Run ``trials`` concurrent trials sharing one GPU; their summed throughput."""
     tuner = HyperparameterTuner(
         job_definition={
@@ -40,6 +43,7 @@ def level(trials: int, epochs: int, batch: int, gpu: str, folder: Path) -> dict[
                 "dataset": "digits",
                 "epochs": epochs,
                 "batch_size": batch,
+                "stem": stem,
                 "momentum": 0.9,
                 "wd": 5e-4,
             },
@@ -77,6 +81,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--gpu", default="0", help="the GPU id the trials share")
+    parser.add_argument("--stem", choices=["cifar", "imagenet"], default="cifar")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     try:
         import torch
@@ -86,7 +92,9 @@ def main() -> None:
         device = "unknown"
     print(f"machine: {platform.node()} {device}; python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="gpu-packing-") as tmp:
-        rows = [level(n, args.epochs, args.batch, args.gpu, Path(tmp)) for n in args.levels]
+        rows = [
+            level(n, args.epochs, args.batch, args.gpu, Path(tmp), args.stem) for n in args.levels
+        ]
     reference = rows[0]["images_per_second"]
     print(f"{'trials on one GPU':>18} {'total images/s':>15} {'vs 1 trial':>11} {'wall s':>8}")
     for row in rows:
@@ -94,6 +102,8 @@ def main() -> None:
             f"{row['trials']:>18} {row['images_per_second']:>15.1f} "
             f"{row['images_per_second'] / reference:>10.2f}x {row['wall_seconds']:>8.1f}"
         )
+    if args.json:
+        args.json.write_text(json.dumps({"device": device, "levels": rows}))
 
 
 if __name__ == "__main__":

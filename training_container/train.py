@@ -248,15 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     y_train = torch.from_numpy(data.y_train).to(device)
     x_val = torch.from_numpy(data.x_val).to(device)
     y_val = torch.from_numpy(data.y_val).to(device)
+    gpu = device.type == "cuda"
     say(
         f"data: {args.dataset} train={len(x_train)} validation={len(x_val)} "
-        f"test={len(data.x_test)} device={device} world={world}",
+        f"test={len(data.x_test)} device={device} world={world} "
+        f"precision={'bf16' if gpu else 'fp32'} "
+        f"memory_format={'channels_last' if gpu else 'contiguous'}",
         flush=True,
     )
     loaded = time.time()
 
     model: nn.Module = build_model(data.classes, args.stem).to(device)
-    memory_format = torch.channels_last if device.type == "cuda" else torch.contiguous_format
+    memory_format = torch.channels_last if gpu else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     base_lr = args.learning_rate * world
     optimizer = make_optimizer(model, base_lr, args.momentum, args.wd, device)

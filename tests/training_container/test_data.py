@@ -6,8 +6,8 @@ import boto3
 import numpy as np
 import pytest
 
-from tests.training_container.conftest import write_cifar
 from training_container.data import FILES, DataError, load, load_cifar10, split_validation
+from training_container.synthetic import write_cifar
 
 
 def test_folder_or_its_parent_and_the_channel_major_layout(cifar_dir):

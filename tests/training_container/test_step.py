@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -87,3 +88,51 @@ def test_a_step_learns_and_sums_its_loss_on_the_device():
     step(x, y, float("inf"), diverged)  # weights become NaN: the next loss is NaN
     step(x, y, 1e-3, diverged)
     assert not diverged.finite()
+
+
+COMPILED_STEP = """
+import json
+import torch
+from torch import nn
+from training_container.step import TrainStep, make_optimizer
+
+def run(mode):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+    cpu = torch.device("cpu")
+    step = TrainStep(model, make_optimizer(model, 0.01, 0.9, 0, cpu), cpu,
+                     torch.contiguous_format, mode)
+    x = torch.randint(0, 256, (16, 3, 32, 32), dtype=torch.uint8,
+                      generator=torch.Generator().manual_seed(1))
+    y = torch.arange(16) % 10
+    losses = []
+    for _ in range(3):
+        totals = step.totals()
+        step(x, y, 0.01, totals)
+        losses.append(totals.read()[0])
+    return losses
+
+print(json.dumps([run(None), run("default")]))
+"""
+
+
+@pytest.mark.timeout(1200)
+def test_the_compiled_step_trains_as_the_eager_one_and_fills_the_given_cache(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILED_STEP],
+        capture_output=True,
+        text=True,
+        timeout=1100,
+        env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    eager, compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    assert compiled == pytest.approx(eager, rel=1e-4)
+    assert any(cache.rglob("*")), "torch.compile wrote nothing to TORCHINDUCTOR_CACHE_DIR"

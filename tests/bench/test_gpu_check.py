@@ -1,0 +1,55 @@
+"""``bench/gpu_check.py --cpu``: the GPU check's every step, tiny, on the CPU, so it cannot rot
+between the rare runs on a GPU machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(3600)
+def test_the_gpu_check_runs_every_step_on_the_cpu_and_prints_one_table(tmp_path):
+    out = tmp_path / "rows.json"
+    done = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--cpu", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3500,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert all(row["ok"] for row in rows)
+    checks = {(row["check"], row["figure"]) for row in rows}
+    for expected in [
+        ("(a) throughput", "eager images/s (batch 4)"),
+        ("(b) trainer", "precision, memory format"),
+        ("(b) trainer", "start-up s"),
+        ("(b) trainer", "model.onnx written"),
+        ("(b) trainer", "restart resumes after epoch 0"),
+        ("(c) packing", "2 trial(s) on one GPU, images/s"),
+        ("(d) tuner compare", "training jobs completed"),
+        ("(d) tuner compare", "median start-up s per trial"),
+    ]:
+        assert expected in checks, expected
+    assert "(d) tuner compare  training jobs completed" in done.stdout  # the table itself
+
+
+def test_a_failing_step_makes_the_check_fail(tmp_path):
+    """A figure that cannot be taken is a failure with the reason, not a silent gap."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    report = gpu_check.Report()
+    report.add("(a) throughput", "eager images/s", 12.5)
+    assert report.ok
+    report.missing("(c) packing", "total images/s", "trial 2 exited with code 1")
+    assert not report.ok and report.rows[-1].note == "trial 2 exited with code 1"
