@@ -1,29 +1,36 @@
 # The two commands README opens with (`make main`, `make test`), and what they need.
 # Everything installs into .venv from a clean clone; Python 3.11+ is the only prerequisite.
+# `make main` installs the core package only (what the quickstart uses); `make test`, `make
+# lint` and `make bench` add the `dev` extra (torch, the service, Docker, PostgreSQL, S3, the
+# test and lint tools).
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
+DEV := $(VENV)/.installed-dev
 
 .PHONY: main test lint bench clean
 
-$(STAMP): pyproject.toml
+$(CORE): pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(DEV): $(CORE)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-main: $(STAMP)
+main: $(CORE)
 	$(VENV)/bin/tuner compare examples/quickstart.yaml
 
-test: $(STAMP)
+test: $(DEV)
 	$(VENV)/bin/pytest -q
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(PY) bench/scheduler_overhead.py
 	$(PY) bench/ask_latency.py
 	$(PY) bench/api_load.py
