@@ -63,6 +63,15 @@ class Limits(BaseModel):
     max_parallel_jobs: int | None
 
 
+class FailureGroup(BaseModel):
+    """Failed training jobs that share a reason (``tuner.failures.failure_groups``)."""
+
+    reason: str
+    count: int
+    example: str
+    training_jobs: list[str]
+
+
 class TuningJobDescription(BaseModel):
     name: str
     status: str
@@ -73,6 +82,7 @@ class TuningJobDescription(BaseModel):
     limits: Limits
     training_job_status_counters: dict[str, int]
     objective_status_counters: dict[str, int]
+    failure_reasons: list[FailureGroup] = []
     best_training_job: TrainingJobOut | None
     consumed_seconds: float
     created_at: float
@@ -92,4 +102,6 @@ class Report(BaseModel):
     reach: dict[str, dict[str, dict[str, Any]]]
     top: list[dict[str, Any]]
     points: list[dict[str, Any]]
+    failed_jobs: list[dict[str, Any]] = []
+    training_job_count: int = 0
     training_jobs: list[dict[str, Any]]

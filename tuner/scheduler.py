@@ -8,7 +8,9 @@ Guarantees:
 - The tuning job ends Completed (budget used, search space exhausted, target objective
   reached, or ``max_jobs_without_improvement`` jobs without a better objective), Stopped (stop
   requested, from this process or through the store by another), or Failed
-  (``max_failed_jobs`` failures, or an internal error); the reason is stored with the status.
+  (``max_failed_jobs`` failures, no training job succeeded (``tuner.failures``: the first five
+  all failed, or the budget ended without a success), or an internal error); the reason is
+  stored with the status.
   Training jobs still running at that point are stopped and recorded as Stopped.
 - Resuming (a tuning job whose training jobs are already in the store, after a crash or a
   restart): ended jobs are replayed into the strategy and the counters; jobs recorded as
@@ -37,6 +39,7 @@ from typing import Any
 from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, TunerError
+from tuner.failures import NO_SUCCESS_ATTEMPTS, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
 from tuner.launchers.slots import jobs_per_gpu_for
@@ -226,6 +229,9 @@ class Scheduler:
             self.stop_event.wait(sleep)
 
     def _budget_verdict(self) -> tuple[TuningStatus, str]:
+        if self.completed == 0:
+            jobs = self.store.list_training_jobs(self.name)
+            return TuningStatus.FAILED, no_success_reason(jobs, early=False)
         if self.launched >= self.definition.max_jobs:
             return TuningStatus.COMPLETED, f"all max_jobs={self.definition.max_jobs} jobs ended"
         return TuningStatus.COMPLETED, (f"the search space is exhausted after {self.launched} jobs")
@@ -239,6 +245,9 @@ class Scheduler:
             return TuningStatus.FAILED, (
                 f"max_failed_jobs={d.max_failed_jobs} reached: {self.failed} training jobs failed"
             )
+        if self.completed == 0 and self.failed >= NO_SUCCESS_ATTEMPTS:
+            jobs = self.store.list_training_jobs(self.name)
+            return TuningStatus.FAILED, no_success_reason(jobs, early=True)
         best = self.best
         if best is not None and best.objective is not None:
             target = d.target_objective_value

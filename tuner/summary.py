@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from tuner.failures import failure_groups
 from tuner.records import (
     ObjectiveStatus,
     TrainingJob,
@@ -48,7 +49,8 @@ def training_job_from_dict(data: dict[str, Any]) -> TrainingJob:
 
 
 def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
-    """Status and reason, limits, counters of job and objective states, best job, time used."""
+    """Status and reason, limits, counters of job and objective states, the failed jobs'
+    reasons grouped with counts (``tuner.failures.failure_groups``), best job, time used."""
     definition = record.definition
     maximize = definition.get("objective_type", "Maximize") == "Maximize"
     best = best_of(jobs, maximize)
@@ -72,6 +74,7 @@ def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
         "objective_status_counters": {
             s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
         },
+        "failure_reasons": failure_groups(jobs),
         "best_training_job": training_job_dict(best) if best else None,
         "consumed_seconds": sum(j.duration or 0.0 for j in jobs),
         "created_at": record.created_at,

@@ -199,3 +199,41 @@ def test_cli_compare_then_report(tmp_path):
         timeout=120,
     )
     assert bad.returncode == 2 and "no tuning job named 'ghost'" in bad.stderr
+
+
+def test_compare_writes_the_report_when_every_job_failed(tmp_path):
+    """Issue 12: two arms, a log-scaled range and no successful job crashed the plots; the
+    report must still be written, say that nothing succeeded and list each job's reason."""
+    data = spec_data(tmp_path, seeds=[1])
+    data["arms"] = [
+        {"name": "random", "strategy": "Random", "max_jobs": 2, "max_parallel_jobs": 2},
+        {"name": "bayes", "strategy": "Bayesian", "max_jobs": 2, "max_parallel_jobs": 1},
+    ]
+    data["job_definition"]["command"] = [sys.executable, str(tmp_path / "trian.py")]
+    spec = tmp_path / "cmp.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    run = subprocess.run(
+        [sys.executable, "-m", "tuner", "compare", str(spec), "--report-dir", "report"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 1  # a tuning job Failed: as `tuner run` says it
+    assert "cmp-random-s1: Failed (no training job succeeded (2 of 2 failed)" in run.stdout
+    folder = tmp_path / "report"
+    for name in ("report.html", "report.md", "best_by_jobs.png", "best_by_time.png"):
+        assert (folder / name).stat().st_size > 0, name
+    assert (folder / "objective_vs_hyperparameters.png").stat().st_size > 0
+    markdown = (folder / "report.md").read_text()
+    assert "No training job succeeded: 4 of 4 failed." in markdown
+    for arm in ("random", "bayes"):  # reasons grouped per arm, with counts
+        assert f"| {arm} | 2 | exited with code 2; last log line: " in markdown
+    for job in ("cmp-random-s1-001", "cmp-random-s1-002", "cmp-bayes-s1-001", "cmp-bayes-s1-002"):
+        line = next(row for row in markdown.splitlines() if f"| {job} |" in row)
+        assert "trian.py" in line and "Failed" in line
+    html = (folder / "report.html").read_text()
+    assert "No training job succeeded: 4 of 4 failed." in html

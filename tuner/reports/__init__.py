@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuner.reports.data import build
-from tuner.reports.render import arm_table, render_html, write_report
+from tuner.reports.render import arm_table, headline, render_html, write_report
 from tuner.storage import Store
 
 
@@ -14,4 +14,4 @@ def report(store: Store, names: list[str], folder: str | Path, title: str) -> di
     return write_report(build(store, names), folder, title)
 
 
-__all__ = ["arm_table", "build", "render_html", "report", "write_report"]
+__all__ = ["arm_table", "build", "headline", "render_html", "report", "write_report"]

@@ -6,7 +6,8 @@ tuning job is an arm of its own. Per run, training jobs are counted in the order
 median of its runs' best values, jobs and seconds until the run first reached its own best,
 compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
 stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
-configurations; and every completed job's objective against each hyperparameter.
+configurations; every completed job's objective against each hyperparameter; and why jobs
+failed: reasons grouped per arm, and every failed job with its reason.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import ValidationError
+from tuner.failures import failure_groups
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
 from tuner.storage import Store
 from tuner.summary import training_job_dict
@@ -128,6 +130,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 ),
                 "failed": sum(j.status is TrainingStatus.FAILED for r in members for j in r.jobs),
                 "stopped": sum(j.status is TrainingStatus.STOPPED for r in members for j in r.jobs),
+                "failure_reasons": failure_groups([j for r in members for j in r.jobs]),
             }
         )
 
@@ -177,6 +180,18 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
             {"arm": run.arm, "objective": j.objective, "hyperparameters": j.hyperparameters}
             for run, j in completed
         ],
+        "failed_jobs": [
+            {
+                "arm": run.arm,
+                "training_job": j.name,
+                "status": j.status.value,
+                "reason": j.failure_reason,
+            }
+            for run in runs
+            for j in run.jobs
+            if j.status is TrainingStatus.FAILED
+        ],
+        "training_job_count": sum(len(run.jobs) for run in runs),
         "training_jobs": [
             {
                 **training_job_dict(j),

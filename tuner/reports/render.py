@@ -47,42 +47,91 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...]:
-    """Median, min and max across runs of step curves padded with their last value."""
-    length = max(len(c) for c in curves)
-    padded = []
-    for c in curves:
-        filled = [np.nan if v is None else v for v in c] or [np.nan]
-        padded.append(filled + [filled[-1]] * (length - len(filled)))
-    a = np.array(padded, dtype=float)
+def best_band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...] | None:
+    """Median, min and max across runs of best-so-far curves padded with their last value.
+
+    Runs without any value are left out, and every column before the first one where all the
+    remaining runs have a value is NaN: each run's curve is monotone, so the median and the
+    band of the columns drawn are monotone too (a run joining late cannot pull them back).
+    None when no run has a value."""
+    rows = [[np.nan if v is None else v for v in c] for c in curves]
+    rows = [r for r in rows if any(not math.isnan(v) for v in r)]
+    if not rows:
+        return None
+    length = max(len(r) for r in rows)
+    a = np.array([r + [r[-1]] * (length - len(r)) for r in rows], dtype=float)
+    complete = ~np.isnan(a).any(axis=0)
+    a[:, : int(np.argmax(complete)) if complete.any() else length] = np.nan
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # columns before any completed job
+        warnings.simplefilter("ignore", RuntimeWarning)  # columns before every run has a value
         return np.nanmedian(a, 0), np.nanmin(a, 0), np.nanmax(a, 0)
+
+
+def zoom(bands: list[tuple[np.ndarray, ...]], maximize: bool) -> tuple[float, float] | None:
+    """Y limits that show the differences the report is about: the best value, the worst final
+    value of any run, and three times that spread below it (above it when minimising) for the
+    climb, never beyond the values drawn."""
+    finals = [v for _, low, high in bands for v in (low[-1], high[-1]) if not math.isnan(v)]
+    drawn = [v for band in bands for arr in band for v in arr if not math.isnan(v)]
+    if not finals:
+        return None
+    best = max(finals) if maximize else min(finals)
+    worst = min(finals) if maximize else max(finals)
+    spread = abs(best - worst) or max(abs(best) * 0.01, 1e-3)
+    if maximize:
+        return max(min(drawn), worst - 3 * spread), best + 0.5 * spread
+    return best - 0.5 * spread, min(max(drawn), worst + 3 * spread)
+
+
+def _no_result(ax: plt.Axes) -> None:
+    ax.text(
+        0.5,
+        0.5,
+        "no training job succeeded",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        color="#d62728",
+    )
 
 
 def plot_best_by_jobs(data: dict[str, Any]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 4))
+    bands = []
     for i, (arm, runs) in enumerate(data["curves"].items()):
-        curves = [[p["best"] for p in run] for run in runs if run]
-        if not curves:
+        band = best_band([[p["best"] for p in run] for run in runs if run])
+        if band is None:
             continue
-        median, low, high = _band(curves)
+        bands.append(band)
+        median, low, high = band
         x = np.arange(1, len(median) + 1)
-        label = f"{arm} ({len(curves)} run{'s' if len(curves) > 1 else ''})"
+        label = f"{arm} ({len(runs)} run{'s' if len(runs) > 1 else ''})"
         ax.step(x, median, where="post", color=COLOURS[i % 10], label=label)
-        if len(curves) > 1:
+        if len(runs) > 1:
             ax.fill_between(x, low, high, step="post", alpha=0.2, color=COLOURS[i % 10])
-    ax.set_xlabel("training jobs ended")
-    ax.set_ylabel(f"best {data['objective']['metric']} so far")
-    ax.set_title("Best objective so far, by jobs (median, band: min-max over seeds)")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    _finish_best_plot(ax, data, bands, "training jobs ended", "by jobs")
     fig.tight_layout()
     return fig
 
 
+def _finish_best_plot(
+    ax: plt.Axes, data: dict[str, Any], bands: list[tuple[np.ndarray, ...]], x: str, by: str
+) -> None:
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"best {data['objective']['metric']} so far")
+    ax.set_title(f"Best objective so far, {by} (median, band: min-max over seeds)")
+    ax.grid(alpha=0.3)
+    limits = zoom(bands, data["objective"]["type"] == "Maximize")
+    if limits is None:
+        _no_result(ax)
+        return
+    ax.set_ylim(*limits)
+    ax.legend()
+
+
 def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 4))
+    bands = []
     for i, (arm, runs) in enumerate(data["curves"].items()):
         runs = [r for r in runs if r]
         if not runs:
@@ -95,15 +144,15 @@ def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
             values = [p["best"] for p in run]
             idx = np.searchsorted(times, grid, side="right") - 1
             sampled.append([values[k] if k >= 0 else None for k in idx])
-        median, low, high = _band(sampled)
+        band = best_band(sampled)
+        if band is None:
+            continue
+        bands.append(band)
+        median, low, high = band
         ax.plot(grid, median, color=COLOURS[i % 10], label=arm)
         if len(runs) > 1:
             ax.fill_between(grid, low, high, alpha=0.2, color=COLOURS[i % 10])
-    ax.set_xlabel("wall-clock seconds since the tuning job began")
-    ax.set_ylabel(f"best {data['objective']['metric']} so far")
-    ax.set_title("Best objective so far, by time")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    _finish_best_plot(ax, data, bands, "wall-clock seconds since the tuning job began", "by time")
     fig.tight_layout()
     return fig
 
@@ -126,15 +175,19 @@ def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
                 values = [str(v) for v in spec["values"]]
                 xs = [values.index(str(x)) + (i - len(arms) / 2) * 0.08 for x in xs]
                 ax.set_xticks(range(len(values)), values)
-            ax.scatter(xs, ys, s=14, alpha=0.7, color=COLOURS[i % 10], label=arm)
-        if spec.get("scaling_type") == "Logarithmic":
+            if pts:
+                ax.scatter(xs, ys, s=14, alpha=0.7, color=COLOURS[i % 10], label=arm)
+        if not data["points"]:
+            _no_result(ax)
+        elif spec.get("scaling_type") == "Logarithmic":  # only with data: empty axes cannot
             ax.set_xscale("log")
         ax.set_xlabel(name + (" (log)" if spec.get("scaling_type") == "Logarithmic" else ""))
         ax.set_ylabel(data["objective"]["metric"])
         ax.grid(alpha=0.3)
     for k in range(len(names), rows * cols):
         axes[k // cols][k % cols].axis("off")
-    axes[0][0].legend(fontsize=8)
+    if data["points"]:
+        axes[0][0].legend(fontsize=8)
     fig.suptitle("Objective of every completed job against each hyperparameter")
     fig.tight_layout()
     return fig
@@ -224,6 +277,34 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def failure_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Failure reasons per arm, grouped, with counts."""
+    rows = [
+        [a["arm"], str(g["count"]), g["reason"]]
+        for a in data["arms"]
+        for g in a.get("failure_reasons", [])
+    ]
+    return ["arm", "failed jobs", "reason"], rows
+
+
+def failed_jobs_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Every failed training job with its reason."""
+    rows = [
+        [j["arm"], j["training_job"], j["status"], j["reason"] or "-"]
+        for j in data.get("failed_jobs", [])
+    ]
+    return ["arm", "training job", "status", "reason"], rows
+
+
+def headline(data: dict[str, Any]) -> str | None:
+    """A plain sentence when no training job succeeded, else None."""
+    if data["points"]:
+        return None
+    failed = len(data.get("failed_jobs", []))
+    total = data.get("training_job_count", failed)
+    return f"No training job succeeded: {failed} of {total} failed."
+
+
 def _html_table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join(
@@ -251,17 +332,26 @@ def render_plots(data: dict[str, Any]) -> dict[str, bytes]:
 
 
 def tables(data: dict[str, Any]) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    return [
+    """The report's tables in order; the failure tables only when a job failed, and every
+    failed job listed when none succeeded."""
+    out = [
         ("Arms", arm_table(data)),
         ("Jobs needed to reach the other arms' best", reach_table(data)),
         ("Top configurations", top_table(data)),
     ]
+    if data.get("failed_jobs"):
+        out.append(("Why training jobs failed", failure_table(data)))
+    if data.get("failed_jobs") and not data["points"]:
+        out.append(("Failed training jobs", failed_jobs_table(data)))
+    return out
 
 
 def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | None = None) -> str:
     """The self-contained page: tables, and the plots embedded as PNG data."""
     images = images if images is not None else render_plots(data)
     objective = f"{data['objective']['type']} {data['objective']['metric']}"
+    sentence = headline(data)
+    alert = f"<p class='alert'><b>{html.escape(sentence)}</b></p>" if sentence else ""
     figures = "".join(
         f'<figure><img class="plot" alt="{name}" '
         f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
@@ -273,8 +363,9 @@ def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | Non
         "body{font-family:sans-serif;margin:24px;max-width:1100px}"
         "table{border-collapse:collapse;margin:8px 0 20px}"
         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}"
-        "th{background:#f3f3f3}img.plot{max-width:100%;border:1px solid #eee}</style></head>"
-        f"<body><h1>{html.escape(title)}</h1><p>Objective: {html.escape(objective)}. "
+        "th{background:#f3f3f3}img.plot{max-width:100%;border:1px solid #eee}"
+        ".alert{color:#b00}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{alert}<p>Objective: {html.escape(objective)}. "
         "Seeds are repeated runs of each arm; curves show the median and the min-max band.</p>"
         + "".join(f"<h2>{html.escape(t)}</h2>{_html_table(*tbl)}" for t, tbl in tables(data))
         + f"<h2>Plots</h2>{figures}"
@@ -299,7 +390,10 @@ def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[s
     }
     paths["html"].write_text(render_html(data, title, images))
     objective = f"{data['objective']['type']} {data['objective']['metric']}"
-    markdown = [f"# {title}", "", f"Objective: {objective}.", ""]
+    markdown = [f"# {title}", ""]
+    sentence = headline(data)
+    markdown += [f"**{sentence}**", ""] if sentence else []
+    markdown += [f"Objective: {objective}.", ""]
     for t, tbl in tables(data):
         markdown += [f"## {t}", "", _md_table(*tbl), ""]
     markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
