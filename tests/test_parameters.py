@@ -25,6 +25,11 @@ BAD_RANGES = [
     (lambda: CategoricalParameter([1, 1]), "distinct, got 1 twice"),
     (lambda: CategoricalParameter([[1]]), "strings, numbers or booleans, got [1]"),
     (lambda: parameter_from_dict({"type": "float"}), "one of continuous, integer, categorical"),
+    (
+        lambda: parameter_from_dict({"type": "categorical", "values": [1], "value": 2}),
+        "unknown key 'value' in a categorical range; its keys are type, values",
+    ),
+    (lambda: parameter_from_dict([0, 1]), "a range must be a mapping with a 'type', got [0, 1]"),
 ]
 
 

@@ -269,9 +269,35 @@ class CategoricalParameter:
 Parameter = ContinuousParameter | IntegerParameter | CategoricalParameter
 
 
+KEYS = {
+    "continuous": ("type", "min_value", "max_value", "scaling_type"),
+    "integer": ("type", "min_value", "max_value", "scaling_type"),
+    "categorical": ("type", "values"),
+}
+
+
 def parameter_from_dict(spec: dict[str, Any]) -> Parameter:
-    """Build a range from ``to_dict()`` output (or the equivalent YAML/JSON mapping)."""
+    """Build a range from ``to_dict()`` output (or the equivalent YAML/JSON mapping).
+
+    Raises ``ValidationError`` for an unknown type, a key its type does not have (a misspelt
+    ``stepp`` or ``min_vaule`` is refused, naming the key, rather than ignored) or a bad value.
+    """
+    if not isinstance(spec, dict):
+        raise ValidationError(f"a range must be a mapping with a 'type', got {spec!r:.80}")
     kind = spec.get("type")
+    if kind not in KEYS:
+        raise ValidationError(
+            f"parameter type must be one of continuous, integer, categorical; got {kind!r}"
+        )
+    unknown = [k for k in spec if k not in KEYS[kind]]
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        plural = "s" if len(unknown) > 1 else ""
+        article = "an" if kind == "integer" else "a"
+        raise ValidationError(
+            f"unknown key{plural} {names} in {article} {kind} range; "
+            f"its keys are {', '.join(KEYS[kind])}"
+        )
     if kind == "continuous":
         return ContinuousParameter(
             spec.get("min_value"),  # type: ignore[arg-type]
@@ -284,8 +310,4 @@ def parameter_from_dict(spec: dict[str, Any]) -> Parameter:
             spec.get("max_value"),  # type: ignore[arg-type]
             spec.get("scaling_type", "Auto"),
         )
-    if kind == "categorical":
-        return CategoricalParameter(spec.get("values"))  # type: ignore[arg-type]
-    raise ValidationError(
-        f"parameter type must be one of continuous, integer, categorical; got {kind!r}"
-    )
+    return CategoricalParameter(spec.get("values"))  # type: ignore[arg-type]
