@@ -172,6 +172,22 @@ def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
         ({"max_jobs": 2, "max_parallel_jobs": 5}, "max_parallel_jobs <= max_jobs must hold"),
         ({"strategy": "Hillclimb"}, "strategy must be one of"),
         ({"max_job": 3}, "max_job: Extra inputs are not permitted"),
+        (
+            {
+                "hyperparameter_ranges": {
+                    "n": {"type": "integer", "min_value": 1, "max_value": 9, "stepp": 2}
+                }
+            },
+            "n: unknown key 'stepp' in an integer range; its keys are type, min_value",
+        ),
+        (
+            {
+                "hyperparameter_ranges": {
+                    "x": {"type": "continuous", "min_vaule": 0.1, "max_value": 1.0}
+                }
+            },
+            "x: unknown key 'min_vaule' in a continuous range",
+        ),
     ],
 )
 def test_bad_definitions_exit_2_and_keep_earlier_jobs(tmp_path, overrides, message):

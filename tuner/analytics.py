@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tuner.records import TrainingJob
+
+if TYPE_CHECKING:  # pandas is imported when a frame is made, not with the package
+    import pandas as pd
 
 
 class TuningJobAnalytics:
@@ -25,6 +27,8 @@ class TuningJobAnalytics:
         self._training_jobs = training_jobs
 
     def dataframe(self) -> pd.DataFrame:
+        import pandas as pd
+
         rows = []
         for job in self._training_jobs():
             row: dict[str, object] = {
@@ -60,4 +64,6 @@ class TuningJobAnalytics:
 
 
 def _time(seconds: float | None) -> pd.Timestamp | None:
+    import pandas as pd
+
     return None if seconds is None else pd.Timestamp(seconds, unit="s", tz="UTC")

@@ -22,8 +22,7 @@ from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
 from tuner.errors import TunerError
 from tuner.metrics import final_objective, parse_log
-from tuner.records import TrainingJob, TrainingStatus, TuningStatus
-from tuner.reports import arm_table, build, write_report
+from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningStatus
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
@@ -89,6 +88,10 @@ def _drive(
     return 1 if tuner.describe()["status"] == TuningStatus.FAILED.value else 0
 
 
+def _cell(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     """Status, reason, counters and the best ``top`` training jobs as text."""
     d = tuner.describe()
@@ -99,27 +102,48 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         "  training jobs: "
         + ", ".join(f"{k} {v}" for k, v in d["training_job_status_counters"].items() if v),
     ]
+    groups = d.get("failure_reasons") or []
+    if groups:
+        lines.append("  failure reasons:")
+        for group in groups:
+            lines.append(f"    {group['count']}x {group['reason']}")
+            if group["example"] != group["reason"]:
+                lines.append(f"       e.g. {group['training_jobs'][0]}: {group['example']}")
     best = d["best_training_job"]
     if best:
         lines.append(f"  best: {best['name']} {d['objective']['metric']}={best['objective']:.6g}")
         lines.append(f"        {json.dumps(best['hyperparameters'])}")
-    frame = tuner.analytics().dataframe()
-    done = frame[frame["ObjectiveStatus"] == "Succeeded"]
-    if len(done):
-        ascending = d["objective"]["type"] == "Minimize"
-        shown = done.sort_values("FinalObjectiveValue", ascending=ascending).head(top)
-        columns = [
-            "TrainingJobName",
-            *tuner.definition.hyperparameter_ranges,
-            "FinalObjectiveValue",
-            "TrainingElapsedTimeSeconds",
+    done = [
+        j
+        for j in tuner.training_jobs()
+        if j.objective_status is ObjectiveStatus.SUCCEEDED and j.objective is not None
+    ]
+    if done:
+        sign = -1.0 if d["objective"]["type"] == "Maximize" else 1.0
+        shown = sorted(done, key=lambda j: (sign * (j.objective or 0.0), j.number))[:top]
+        names = list(tuner.definition.hyperparameter_ranges)
+        head = ["TrainingJobName", *names, "FinalObjectiveValue", "TrainingElapsedTimeSeconds"]
+        rows = [
+            [
+                j.name,
+                *(_cell(j.hyperparameters.get(n)) for n in names),
+                _cell(j.objective),
+                _cell(j.duration),
+            ]
+            for j in shown
         ]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
         lines.append(f"  top {len(shown)}:")
-        lines.append(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+        for row in [head, *rows]:
+            lines.append(" ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
     return "\n".join(lines)
 
 
-def _print_report(store: Store, names: list[str], folder: str, title: str) -> None:
+def _print_report(store: Store, names: list[str], folder: str, title: str) -> int:
+    """Write the report, print its arm table, the tuning jobs that did not complete and where
+    the report is; 1 when one of the tuning jobs Failed, else 0."""
+    from tuner.reports import arm_table, build, headline, write_report
+
     data = build(store, names)
     paths = write_report(data, folder, title)
     head, rows = arm_table(data)
@@ -127,8 +151,18 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> No
     print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
     for row in rows:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    sentence = headline(data)
+    if sentence:
+        print(sentence)
+    failed = False
+    for name in names:
+        record = store.get_tuning_job(name)
+        if record.status is not TuningStatus.COMPLETED:
+            print(f"{name}: {record.status.value} ({record.status_reason})")
+        failed |= record.status is TuningStatus.FAILED
     print(f"report: {paths['html'].resolve()}")
     print(f"        {paths['markdown'].resolve()} (with {paths['json'].name}, {paths['csv'].name})")
+    return 1 if failed else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -152,14 +186,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     folder = args.report_dir or spec.report_dir or f"tuner-runs/reports/{spec.name}"
-    _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")
-    return 0
+    return _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     folder = args.out or f"tuner-runs/reports/{args.names[0]}"
-    _print_report(Store(args.storage), args.names, folder, args.title or "Tuning report")
-    return 0
+    return _print_report(Store(args.storage), args.names, folder, args.title or "Tuning report")
 
 
 def cmd_list(args: argparse.Namespace) -> int:

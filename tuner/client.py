@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import httpx
-
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.records import TrainingJob
 from tuner.summary import training_job_from_dict
@@ -24,11 +22,15 @@ class ServiceClient:
                 "a service needs a bearer token: pass service_token= or set TUNER_API_TOKEN"
             )
         self.url = url.rstrip("/")
+        import httpx  # here, not at import: only a tuner that talks to a service needs it
+
         self._http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
 
     def _call(self, method: str, path: str, **kw: Any) -> Any:
+        import httpx
+
         try:
             response = self._http.request(method, path, **kw)
         except httpx.HTTPError as exc:

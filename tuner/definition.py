@@ -22,7 +22,7 @@ from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
 from tuner.parameters import parameter_from_dict
 from tuner.space import SearchSpace
-from tuner.strategies import strategy_class
+from tuner.strategies import strategy_name
 
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
@@ -209,7 +209,7 @@ class TuningJobDefinition(_Strict):
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, value: str) -> str:
-        return strategy_class(value).name
+        return strategy_name(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> TuningJobDefinition:
