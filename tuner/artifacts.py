@@ -29,6 +29,9 @@ class ArtifactUploader:
     """Uploads job folders under one ``s3://bucket/prefix`` (see the module docstring)."""
 
     def __init__(self, uri: str, endpoint_url: str | None = None) -> None:
+        from tuner.extras import require
+
+        require("boto3", "s3", "output_s3_uri (uploading job outputs)")
         self.bucket, self.prefix = split_s3_uri(uri)
         self.endpoint_url = endpoint_url
         self._client: Any = None

@@ -1,7 +1,10 @@
-"""The ``tuner`` command: run, list, describe, stop, export and check-metrics.
+"""The ``tuner`` command (``tuner --help`` lists its verbs).
 
 Exit codes: 0 success (a tuning job that ended Completed or Stopped), 1 a tuning job that
-Failed or a check that found no objective, 2 bad input (the message names rule and value).
+Failed (for ``compare``/``report``: one of them) or a check that found no objective, 2 bad
+input (the message names rule and value), 130 interrupted. Output cut short by its reader
+(``tuner describe X --json | head``) ends quietly. Heavy libraries (matplotlib, pandas, the
+strategies' scipy/scikit-optimize/Optuna, uvicorn) are imported by the verbs that use them.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -16,13 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
 from tuner.errors import TunerError
 from tuner.metrics import final_objective, parse_log
-from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningStatus
+from tuner.progress import ProgressBar
+from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
@@ -54,21 +57,12 @@ def _drive(
 ) -> int:
     """Run a tuning job in this process with a progress bar; Ctrl-C stops it cleanly."""
     definition = tuner.definition
-    bar = tqdm(total=definition.max_jobs, unit="job", disable=args.no_progress, file=sys.stderr)
-    best: list[float] = []
-    sign = 1.0 if definition.maximize else -1.0
-
-    def on_event(kind: str, job: TrainingJob) -> None:
-        if kind != "ended":
-            return
-        bar.update(1)
-        value = job.objective if job.status is TrainingStatus.COMPLETED else None
-        if value is not None and (not best or sign * value > sign * best[0]):
-            best[:] = [value]
-        failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
-        bar.set_postfix_str(
-            f"best {definition.objective_metric_name}={best[0]:.6g}{failed}" if best else failed
-        )
+    bar = ProgressBar(
+        definition.max_jobs,
+        definition.objective_metric_name,
+        definition.maximize,
+        not args.no_progress,
+    )
 
     def on_ctrl_c(_signum: int, _frame: object) -> None:
         """First Ctrl-C: stop the running jobs and end the tuning job; a second one: quit."""
@@ -77,7 +71,7 @@ def _drive(
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
-        run(on_event)
+        run(bar)
     finally:
         signal.signal(signal.SIGINT, previous)
         bar.close()
@@ -174,6 +168,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"tuning jobs, at most {total} training jobs",
         file=sys.stderr,
     )
+    from tqdm import tqdm
+
     bar = tqdm(total=total, unit="job", disable=args.no_progress, file=sys.stderr)
 
     def on_event(kind: str, job: TrainingJob) -> None:
@@ -271,10 +267,12 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the REST service (needs the ``service`` extra). Settings travel by environment."""
-    import os
     import secrets
 
-    import uvicorn
+    from tuner.extras import require
+
+    uvicorn = require("uvicorn", "service", "tuner serve")
+    require("fastapi", "service", "tuner serve")
 
     if args.storage:
         os.environ["TUNER_DATABASE_URL"] = args.storage
@@ -292,8 +290,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = (
+    "Hyperparameter tuning of training commands whose metrics are read from their logs: run "
+    "and resume tuning jobs, compare strategies, inspect and export the results, check metric "
+    "regexes on a sample log, serve the REST API."
+)
+EPILOG = (
+    "Exit codes: 0 success, 1 a tuning job failed (or check-metrics found no objective), "
+    "2 bad input, 130 interrupted."
+)
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="tuner", description=__doc__.splitlines()[0])
+    root = argparse.ArgumentParser(prog="tuner", description=DESCRIPTION, epilog=EPILOG)
     root.add_argument(
         "--storage",
         help="SQLAlchemy URL (default $TUNER_DATABASE_URL or sqlite:///tuner-runs/tuner.db)",
@@ -372,7 +381,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         result: Any = args.func(args)
+        sys.stdout.flush()
         return int(result)
+    except BrokenPipeError:
+        # The reader left (``| head``): no traceback; stdout goes to devnull so that the
+        # interpreter's own flush at exit cannot fail again (Python's documented recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except TunerError as exc:
         print(f"tuner: error: {exc}", file=sys.stderr)
         return 2

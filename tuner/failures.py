@@ -9,9 +9,10 @@ Both reasons name the most common failure, so ``tuner list``, ``describe`` and t
 say why without opening a training job.
 
 ``failure_groups`` is what ``describe`` (Python API, CLI, REST) shows beside the counters: one
-entry per distinct reason with its count, most frequent first. Reasons are grouped without
-their ``; last log line: ...`` tail, which can differ from job to job; a group whose jobs all
-share one last line keeps it in its reason. One full reason of the group is its example.
+entry per distinct reason with its count, most frequent first. Reasons are grouped with the
+job's own name written as ``<job>`` and without their ``; last log line: ...`` tail, which can
+differ from job to job; a group whose jobs all share one last line keeps it in its reason. One
+full reason of the group is its example.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ NO_SUCCESS_ATTEMPTS = 5
 LAST_LINE = "; last log line:"
 
 
-def _group_key(reason: str | None) -> str:
-    return (reason or "no reason recorded").split(LAST_LINE, 1)[0]
+def _general(job: TrainingJob) -> str:
+    return (job.failure_reason or "no reason recorded").replace(job.name, "<job>")
+
+
+def _group_key(reason: str) -> str:
+    return reason.split(LAST_LINE, 1)[0]
 
 
 def failure_groups(jobs: list[TrainingJob]) -> list[dict[str, Any]]:
@@ -35,10 +40,16 @@ def failure_groups(jobs: list[TrainingJob]) -> list[dict[str, Any]]:
     for job in jobs:
         if job.status is not TrainingStatus.FAILED:
             continue
-        key = _group_key(job.failure_reason)
-        full = job.failure_reason or key
+        full = _general(job)
+        key = _group_key(full)
         group = groups.setdefault(
-            key, {"reason": full, "count": 0, "example": full, "training_jobs": []}
+            key,
+            {
+                "reason": full,
+                "count": 0,
+                "example": job.failure_reason or full,
+                "training_jobs": [],
+            },
         )
         if group["reason"] != full:  # last log lines differ: the common part only
             group["reason"] = key

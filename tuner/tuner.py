@@ -31,10 +31,22 @@ from tuner.definition import JobDefinition, TuningJobDefinition
 from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
+from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
 from tuner.summary import best_of, describe
+
+
+def _both(first: EventHandler, second: EventHandler | None) -> EventHandler:
+    """An event handler that calls ``first``, then ``second`` when there is one."""
+
+    def handler(kind: str, job: TrainingJob) -> None:
+        first(kind, job)
+        if second is not None:
+            second(kind, job)
+
+    return handler
 
 
 def lease_seconds() -> float:
@@ -197,13 +209,22 @@ class HyperparameterTuner:
 
     # Running
 
-    def fit(self, wait: bool = True, on_event: EventHandler | None = None) -> HyperparameterTuner:
+    def fit(
+        self,
+        wait: bool = True,
+        on_event: EventHandler | None = None,
+        progress: bool | None = None,
+    ) -> HyperparameterTuner:
         """Record the tuning job and run it (in a background thread when ``wait=False``; on the
-        service when there is one, ``on_event`` then unused)."""
+        service when there is one, ``on_event`` then unused).
+
+        ``progress``: a progress bar on stderr while ``fit`` waits (one step per ended training
+        job, the best objective so far); ``None`` (default) shows it when stderr is a terminal,
+        ``False`` never, ``True`` always."""
         if self.client is not None:
             self.name = self.client.create(self.definition.to_json())["name"]
             if wait:
-                self.wait()
+                self.wait(progress=progress)
             return self
         if self.name is not None and self._exists(self.name):
             raise ValidationError(
@@ -223,8 +244,7 @@ class HyperparameterTuner:
             }
         )
         owner = process_owner()
-        self.store.create_tuning_job(self.name, definition.to_json(), owner, lease_seconds())
-        scheduler = Scheduler(
+        scheduler = Scheduler(  # first: a missing extra or launcher error records nothing
             definition,
             self.name,
             self.store,
@@ -233,9 +253,15 @@ class HyperparameterTuner:
             owner=owner,
             lease_seconds=lease_seconds(),
         )
+        self.store.create_tuning_job(self.name, definition.to_json(), owner, lease_seconds())
         self._scheduler = scheduler
         if wait:
-            scheduler.run()
+            bar = self._progress_bar(progress)
+            scheduler.on_event = _both(bar, on_event)
+            try:
+                scheduler.run()
+            finally:
+                bar.close()
             return self
         self._thread = threading.Thread(
             target=self._run_in_background,
@@ -284,24 +310,38 @@ class HyperparameterTuner:
         except BaseException as exc:  # reported by wait()
             self._error = exc
 
-    def wait(self, timeout: float | None = None, poll_interval: float = 0.5) -> dict[str, Any]:
+    def wait(
+        self,
+        timeout: float | None = None,
+        poll_interval: float = 0.5,
+        progress: bool | None = False,
+    ) -> dict[str, Any]:
         """Block until the tuning job has ended (also one run by another process or a
-        service); returns ``describe()``."""
+        service); returns ``describe()``. ``progress`` as in ``fit`` (off by default here)."""
         name = self._require_name()
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._thread is not None:
             self._thread.join(timeout)
             if self._error is not None:
                 raise self._error
-        while True:
-            description = self.describe()
-            if TuningStatus(description["status"]).terminal:
-                return description
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"tuning job {name} still {description['status']} after {timeout}s"
-                )
-            time.sleep(poll_interval)
+        bar = self._progress_bar(progress)
+        try:
+            while True:
+                description = self.describe()
+                bar.show(description)
+                if TuningStatus(description["status"]).terminal:
+                    return description
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"tuning job {name} still {description['status']} after {timeout}s"
+                    )
+                time.sleep(poll_interval)
+        finally:
+            bar.close()
+
+    def _progress_bar(self, progress: bool | None) -> ProgressBar:
+        d = self.definition
+        return ProgressBar(d.max_jobs, d.objective_metric_name, d.maximize, progress)
 
     def interrupt(self) -> None:
         """Stop a tuning job this process runs, from a signal handler (it touches nothing but

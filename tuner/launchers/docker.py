@@ -65,8 +65,9 @@ class DockerLauncher(TrackedLauncher[_Container]):
         docker_host: str | None = None,
         parallel_jobs: int = 1,
     ) -> None:
-        import docker
+        from tuner.extras import require
 
+        docker = require("docker", "docker", "the docker launcher")
         if not image:
             raise ValidationError("the docker launcher needs an image, got none")
         if grace_period < 0:

@@ -72,7 +72,15 @@ def _make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(parsed, pool_pre_ping=True)
+    try:
+        return create_engine(parsed, pool_pre_ping=True)
+    except ImportError as exc:  # the URL's driver is not installed
+        extra = "postgres" if parsed.get_backend_name() == "postgresql" else None
+        hint = f": pip install 'tuner[{extra}]'" if extra else ""
+        raise ValidationError(
+            f"storage {parsed.render_as_string()} needs the database driver "
+            f"{exc.name or parsed.drivername!r}, which is not installed{hint}"
+        ) from None
 
 
 def _add_missing_columns(engine: Engine) -> None:

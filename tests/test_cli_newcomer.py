@@ -1,0 +1,154 @@
+"""What a newcomer meets first, through the ``tuner`` command as a user runs it: failures shown
+where they happen, the help text, a pipe closed early, and the core install without extras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import JOBS
+from tests.test_cli import definition, tuner, write
+
+WITHOUT_EXTRAS = JOBS / "without_extras.py"
+
+
+@pytest.mark.parametrize(
+    ("command", "static", "reason"),
+    [
+        (["python", "trian.py"], {}, "exited with code 2; last log line: \"python: can't open"),
+        (None, {"no_metric": "true"}, "objective metric 'accuracy' was never reported in the log"),
+        (["/no/such/trainer"], {}, "cannot start '/no/such/trainer'"),
+    ],
+    ids=["misspelt-script", "regex-never-matches", "missing-program"],
+)
+def test_a_run_where_every_job_failed_exits_1_and_says_why(tmp_path, command, static, reason):
+    data = definition(tmp_path, max_jobs=2)
+    if command:
+        data["job_definition"]["command"] = command
+    data["job_definition"]["static_hyperparameters"] = static
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "bad", "--no-progress")
+    assert result.returncode == 1, result.stdout + result.stderr
+    head = result.stdout.splitlines()[0]
+    assert head.startswith("Tuning job bad: Failed (no training job succeeded (2 of 2 failed): 2x")
+    assert reason in head
+    assert "training jobs: Failed 2" in result.stdout
+    assert "failure reasons:\n    2x " in result.stdout and reason in result.stdout
+
+    described = tuner(tmp_path, "describe", "bad")
+    assert described.returncode == 0 and "failure reasons:\n    2x " in described.stdout
+    as_json = json.loads(tuner(tmp_path, "describe", "bad", "--json").stdout)
+    assert as_json["status"] == "Failed"
+    [group] = as_json["failure_reasons"]
+    assert group["count"] == 2 and reason in group["example"]
+    assert group["training_jobs"] == ["bad-001", "bad-002"]
+    assert "Failed" in tuner(tmp_path, "list").stdout
+
+
+def test_five_failures_without_a_success_end_the_tuning_job_early(tmp_path):
+    data = definition(tmp_path, max_jobs=40, max_parallel_jobs=1)
+    data["job_definition"]["static_hyperparameters"] = {"exit_code": 3}
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "early", "--no-progress")
+    assert result.returncode == 1
+    assert "Failed (no training job succeeded after 5 attempts: 5x exited with code 3" in (
+        result.stdout
+    )
+    as_json = json.loads(tuner(tmp_path, "describe", "early", "--json").stdout)
+    assert as_json["training_job_status_counters"]["Failed"] == 5  # not 40
+
+
+def test_some_failures_among_successes_complete_and_are_listed(tmp_path):
+    data = definition(tmp_path, max_jobs=4, max_parallel_jobs=1, strategy="Grid")
+    data["hyperparameter_ranges"] = {
+        "exit_code": {"type": "categorical", "values": [0, 4]},
+        "x": {"type": "categorical", "values": [0.1, 0.2]},
+    }
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "mixed", "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Tuning job mixed: Completed" in result.stdout
+    assert "training jobs: Completed 2, Failed 2" in result.stdout
+    assert "failure reasons:\n    2x exited with code 4" in result.stdout
+
+
+def test_help_lists_every_verb_in_plain_words(tmp_path):
+    result = tuner(tmp_path, "--help")
+    assert result.returncode == 0
+    for verb in ("run", "resume", "compare", "report", "list", "describe", "stop", "export"):
+        assert verb in result.stdout
+    assert "check-metrics" in result.stdout and "serve" in result.stdout
+    assert "``" not in result.stdout and "Exit codes: 0 success, 1 a tuning job failed" in (
+        result.stdout
+    )
+
+
+def test_output_cut_short_by_its_reader_ends_without_a_traceback(tmp_path):
+    data = definition(tmp_path, max_jobs=2)
+    assert tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "p", "--no-progress")
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    reader, writer = os.pipe()
+    os.close(reader)  # like `| head` that has already left
+    process = subprocess.run(
+        [sys.executable, "-m", "tuner", "describe", "p", "--json"],
+        stdout=writer,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    os.close(writer)
+    assert "Traceback" not in process.stderr and "BrokenPipeError" not in process.stderr
+    assert process.returncode == 1
+
+
+def without_extras(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    return subprocess.run(
+        [sys.executable, str(WITHOUT_EXTRAS), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_the_cli_imports_no_heavy_library_until_a_verb_needs_it(tmp_path):
+    result = without_extras(tmp_path, "--imported")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []
+
+
+def test_the_core_install_runs_tuning_jobs_and_names_the_extra_a_feature_needs(tmp_path):
+    ok = write(tmp_path, definition(tmp_path, strategy="Bayesian", max_jobs=3))
+    result = without_extras(tmp_path, "run", str(ok), "--name", "light", "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Tuning job light: Completed" in result.stdout
+    report = without_extras(tmp_path, "report", "light", "--out", "report")
+    assert report.returncode == 0 and (tmp_path / "report" / "report.html").exists()
+
+    served = without_extras(tmp_path, "serve")
+    assert served.returncode == 2
+    assert "tuner serve needs the 'service' extra" in served.stderr
+    assert "pip install 'tuner[service]'" in served.stderr
+
+    data = definition(tmp_path)
+    data["job_definition"].update({"launcher": "docker", "image": "python:3.11"})
+    docker = without_extras(tmp_path, "run", str(write(tmp_path, data, "d.yaml")))
+    assert docker.returncode == 2 and "pip install 'tuner[docker]'" in docker.stderr
+
+    data = definition(tmp_path)
+    data["job_definition"]["output_s3_uri"] = "s3://bucket/runs"
+    s3 = without_extras(tmp_path, "run", str(write(tmp_path, data, "s.yaml")))
+    assert s3.returncode == 2 and "pip install 'tuner[s3]'" in s3.stderr
+
+    pg = without_extras(tmp_path, "--storage", "postgresql+psycopg://u@127.0.0.1:1/db", "list")
+    assert pg.returncode == 2 and "pip install 'tuner[postgres]'" in pg.stderr
+    for result in (served, docker, s3, pg):
+        assert "Traceback" not in result.stderr
+    listed = without_extras(tmp_path, "list").stdout
+    assert "light" in listed and "InProgress" not in listed  # nothing half-recorded
