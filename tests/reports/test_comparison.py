@@ -163,7 +163,23 @@ def test_cli_compare_then_report(tmp_path):
         assert (folder / name).stat().st_size > 0, name
     assert json.loads((folder / "report.json").read_text())["objective"]["metric"] == "accuracy"
     csv = pd.read_csv(folder / "training_jobs.csv")
-    assert len(csv) == 10 and set(csv["arm"]) == {"random", "bayes"}
+    assert len(csv) == 10 and set(csv["Arm"]) == {"random", "bayes"}
+    # one CSV shape: the report's columns are `tuner export`'s, after the run's name, arm, seed
+    exported = subprocess.run(
+        [sys.executable, "-m", "tuner", "export", "cmp-bayes-s3", "--csv", "export.csv"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stderr
+    export = pd.read_csv(tmp_path / "export.csv")
+    assert list(csv.columns) == ["TuningJobName", "Arm", "Seed", *export.columns]
+    assert {"x", "y"} <= set(export.columns) and "hyperparameters" not in csv.columns
+    mine = csv[csv["TuningJobName"] == "cmp-bayes-s3"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine[list(export.columns)], export)
+    assert str(export["TrainingEndTime"][0]).startswith("20")  # ISO times, not epoch floats
     markdown = (folder / "report.md").read_text()
     assert "| arm | strategy |" in markdown and "![best_by_jobs.png](best_by_jobs.png)" in markdown
     html = (folder / "report.html").read_text()

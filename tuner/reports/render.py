@@ -2,9 +2,9 @@
 
 ``write_report(data, folder)`` writes ``report.html`` (self-contained: plots embedded as PNG
 data, no network needed to open it), ``report.md`` (tables, linking the PNG files written
-beside it), ``report.json`` (the data), ``training_jobs.csv`` (every training job with its arm
-and seed) and the plots as ``best_by_jobs.png``, ``best_by_time.png``,
-``objective_vs_hyperparameters.png``.
+beside it), ``report.json`` (the data), ``training_jobs.csv`` (every training job with its
+tuning job, arm and seed, then the columns of ``tuner export``) and the plots as
+``best_by_jobs.png``, ``best_by_time.png``, ``objective_vs_hyperparameters.png``.
 """
 
 from __future__ import annotations
@@ -399,5 +399,25 @@ def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[s
     markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
     paths["markdown"].write_text("\n".join(markdown))
     paths["json"].write_text(json.dumps(data, indent=1, default=str))
-    pd.DataFrame(data["training_jobs"]).to_csv(paths["csv"], index=False)
+    jobs_frame(data).to_csv(paths["csv"], index=False)
     return paths
+
+
+def jobs_frame(data: dict[str, Any]) -> pd.DataFrame:
+    """Every training job as ``tuner export`` writes it (the same columns: hyperparameters as
+    columns, ISO times), after ``TuningJobName``, ``Arm`` and ``Seed``."""
+    from tuner.analytics import TuningJobAnalytics
+    from tuner.summary import training_job_from_dict
+
+    rows = data["training_jobs"]
+    jobs = [training_job_from_dict({k: v for k, v in r.items() if k not in RUN_KEYS}) for r in rows]
+    frame = TuningJobAnalytics(
+        list(data["hyperparameter_ranges"]), data["objective"]["metric"], lambda: jobs
+    ).dataframe()
+    frame.insert(0, "Seed", [r.get("seed") for r in rows])
+    frame.insert(0, "Arm", [r.get("arm") for r in rows])
+    frame.insert(0, "TuningJobName", [j.tuning_job_name for j in jobs])
+    return frame
+
+
+RUN_KEYS = ("arm", "seed")
