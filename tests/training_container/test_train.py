@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import boto3
+import pytest
 
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.metrics import MetricDefinition, parse_log
@@ -119,6 +120,7 @@ def test_outputs_go_to_s3_and_onnx_is_exported(cifar_dir, s3):
     assert keys == ["job-1/metrics.json", "job-1/model.onnx", "job-1/model.pt"]
 
 
+@pytest.mark.timeout(900)  # three epochs of ResNet-34 on a busy 2-core CPU
 def test_a_short_digits_run_learns(tmp_path):
     run = train(
         "--dataset",
@@ -135,7 +137,7 @@ def test_a_short_digits_run_learns(tmp_path):
         "2",
         "--output_dir",
         str(tmp_path / "out"),
-        timeout=600,
+        timeout=880,
     )
     assert run.returncode == 0, run.stderr
     points, _ = parse_log(run.stdout.encode(), [CLASSIC])
