@@ -22,6 +22,8 @@ from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
 from tuner.parameters import parameter_from_dict
 from tuner.space import SearchSpace
+from tuner.stopping import MedianStoppingRule, check_resources
+from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
 from tuner.strategies import strategy_name
 
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
@@ -162,6 +164,30 @@ class JobDefinition(_Strict):
         return self
 
 
+class HyperbandConfig(_Strict):
+    """``strategy_config`` of the Hyperband strategy.
+
+    Each job trains with the static hyperparameter ``resource`` (default ``epochs``) set to
+    ``max_resource`` (default: its static value) and reports the objective once per unit of
+    resource; rungs sit at ``min_resource * reduction_factor**i``. ``sampler`` is ``Random``
+    or ``Bayesian`` (a GP on the highest rung with enough results, as BOHB).
+    """
+
+    resource: str = "epochs"
+    min_resource: int = Field(1, ge=1)
+    max_resource: int | None = Field(None, ge=1)
+    reduction_factor: int = Field(3, ge=2)
+    sampler: str = "Random"
+
+
+class EarlyStoppingOptions(_Strict):
+    """Options of the median stopping rule (``early_stopping_type="Auto"``): a job is judged at
+    step k only when k > ``warmup_steps`` and at least ``min_jobs`` others reached step k."""
+
+    min_jobs: int = Field(3, ge=1)
+    warmup_steps: int = Field(1, ge=0)
+
+
 class MetricDefinitionSpec(_Strict):
     Name: str
     Regex: str
@@ -179,6 +205,11 @@ class TuningJobDefinition(_Strict):
     metric_definitions: list[MetricDefinitionSpec]
     strategy: str = "Bayesian"
     strategy_options: dict[str, Any] = Field(default_factory=dict)
+    strategy_config: dict[str, Any] = Field(default_factory=dict)
+    early_stopping_type: Literal["Auto", "Off"] = "Off"
+    early_stopping_options: EarlyStoppingOptions = Field(
+        default_factory=lambda: EarlyStoppingOptions.model_validate({})
+    )
     max_jobs: int = Field(..., ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
     max_failed_jobs: int | None = Field(None, ge=1)
@@ -224,7 +255,82 @@ class TuningJobDefinition(_Strict):
             raise ValueError(
                 f"a hyperparameter is either static or tuned, not both; got {sorted(both)} in both"
             )
+        self._check_stopping()
         return self
+
+    def _check_stopping(self) -> None:
+        """Hyperband's config against the job; early stopping options (see HyperbandConfig)."""
+        MedianStoppingRule(self.maximize, **self.early_stopping_options.model_dump())
+        if self.strategy != "Hyperband":
+            if self.strategy_config:
+                raise ValueError(
+                    f"strategy_config is for strategy='Hyperband', got strategy={self.strategy!r} "
+                    f"with strategy_config={self.strategy_config!r}"
+                )
+            return
+        if self.early_stopping_type == "Auto":
+            raise ValueError(
+                "Hyperband stops jobs at its own rungs: early_stopping_type must be 'Off' "
+                "with strategy='Hyperband', got 'Auto'"
+            )
+        config = self.hyperband()
+        check_resources(config.min_resource, config.max_resource or 0, config.reduction_factor)
+
+    def hyperband(self) -> HyperbandConfig:
+        """The validated Hyperband config, ``max_resource`` filled in from the static value."""
+        try:
+            config = HyperbandConfig.model_validate(self.strategy_config)
+        except pydantic.ValidationError as exc:
+            raise ValueError(
+                explain(exc).replace("tuning job definition", "strategy_config")
+            ) from None
+        if config.sampler not in HYPERBAND_SAMPLERS:
+            raise ValueError(
+                f"Hyperband samples with one of {list(HYPERBAND_SAMPLERS)}, got "
+                f"sampler={config.sampler!r}"
+            )
+        resource, static = config.resource, self.job_definition.static_hyperparameters
+        if resource in self.hyperparameter_ranges:
+            raise ValueError(
+                f"Hyperband decides how long each job trains: resource {resource!r} must be a "
+                "static hyperparameter (set to max_resource), not a tuned range"
+            )
+        if resource not in static:
+            raise ValueError(
+                f"Hyperband's resource {resource!r} is not a hyperparameter of the job: add it "
+                "to job_definition.static_hyperparameters (each job runs with max_resource)"
+            )
+        try:
+            value = float(static[resource])
+        except ValueError:
+            value = math.nan
+        if not value.is_integer() or value < 1:
+            raise ValueError(
+                f"Hyperband's resource {resource!r} must be a whole number >= 1, "
+                f"got {static[resource]!r}"
+            )
+        if config.max_resource is None:
+            config.max_resource = int(value)
+        elif config.max_resource != int(value):
+            raise ValueError(
+                f"max_resource must equal the static {resource}, got max_resource="
+                f"{config.max_resource}, {resource}={static[resource]!r}"
+            )
+        return config
+
+    def strategy_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of the strategy: ``strategy_options`` and, for Hyperband, its
+        resources, reduction factor and sampler."""
+        if self.strategy != "Hyperband":
+            return dict(self.strategy_options)
+        config = self.hyperband()
+        return {
+            **self.strategy_options,
+            "min_resource": config.min_resource,
+            "max_resource": config.max_resource,
+            "reduction_factor": config.reduction_factor,
+            "sampler": config.sampler,
+        }
 
     @classmethod
     def parse(cls, data: Any) -> TuningJobDefinition:

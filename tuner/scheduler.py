@@ -18,6 +18,14 @@ Guarantees:
   from the start, points already stored are not stored twice), otherwise recorded as Stopped
   ("interrupted") and their configurations run again without using up ``max_jobs``; jobs
   recorded but never started are started. The limits hold across the restart.
+- Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
+  value of the objective metric a running job reports is step k of that job and is shown to the
+  stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
+  period) and ends Stopped with reason ``early stopping at step k`` and its last reported value
+  as objective. It counts towards ``max_jobs``, not ``max_failed_jobs``; the strategy is told
+  ``tuner.stopping.told_value``. On resume the rule is rebuilt from the stored points in the
+  order they were read, so no job is judged twice; a job it had stopped is recorded as such,
+  never run again.
 - With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
   another process has taken the lease it leaves at once, touching no training job. Setting
   ``detach_event`` makes it leave the same way (its lease released) so another process can
@@ -46,6 +54,7 @@ from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
 from tuner.space import Config
+from tuner.stopping import StoppingRule, stopping_rule_for, told_value
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
 
@@ -128,6 +137,8 @@ class _Running:
     points: list[MetricPoint] = field(default_factory=list)
     stored: int = 0  # points of this job already in the store (after a re-attach)
     began_at: float | None = None  # when its program began running (recorded once)
+    steps: int = 0  # values of the objective metric reported so far
+    early_stop: str | None = None  # why the stopping rule stopped it
 
 
 class Scheduler:
@@ -157,9 +168,17 @@ class Scheduler:
             self.space,
             definition.maximize,
             definition.random_seed,
-            definition.strategy_options,
+            definition.strategy_arguments(),
         )
         self.metric_definitions = definition.metrics()
+        self.stopping: StoppingRule | None = stopping_rule_for(
+            definition.early_stopping_type,
+            definition.early_stopping_options.model_dump(),
+            definition.maximize,
+            self.strategy,
+        )
+        self.stopped_early = 0
+        self.worst_completed: float | None = None
         self.on_event = on_event
         self.stop_event = stop_event or threading.Event()
         self.stop_reason = "stopped on request"  # recorded when stop_event ends the run
@@ -383,6 +402,26 @@ class Scheduler:
         if points:
             self.store.add_metric_points(run.job.name, points)
             run.points.extend(points)
+            self._consult_stopping(run, points, final)
+
+    def _consult_stopping(self, run: _Running, points: list[MetricPoint], final: bool) -> None:
+        """Show each new objective value to the stopping rule; stop the job when it says so."""
+        for point in points:
+            if point.name != self.definition.objective_metric_name:
+                continue
+            run.steps += 1
+            if self.stopping is None:
+                continue
+            reason = self.stopping.report(
+                run.job.name, run.job.number, run.config, run.steps, point.value
+            )
+            if reason is not None and not final and run.early_stop is None:
+                self._stop_early(run, reason)
+
+    def _stop_early(self, run: _Running, reason: str) -> None:
+        log.info("%s: %s", run.job.name, reason)
+        run.early_stop = reason
+        self.launcher.stop(run.handle)
 
     def _finish(self, run: _Running, status: JobStatus) -> None:
         del self.running[run.job.name]
@@ -391,7 +430,10 @@ class Scheduler:
         objective = final_objective(run.points, d.objective_metric_name, d.aggregation, d.maximize)
         outcome, reason = TrainingStatus.COMPLETED, None
         last = f"; last log line: {run.parser.last_line[:300]!r}" if run.parser.last_line else ""
-        if stopped:
+        if run.early_stop is not None:
+            outcome, reason = TrainingStatus.STOPPED, run.early_stop
+            objective = final_objective(run.points, d.objective_metric_name)
+        elif stopped:
             outcome, reason = TrainingStatus.STOPPED, "stopped by the tuner"
         elif timed_out:
             outcome = TrainingStatus.FAILED
@@ -440,9 +482,18 @@ class Scheduler:
             if self._improves(job):
                 self.best = job
                 self.since_improvement = 0
+            if job.objective is not None and not self._improves_on(
+                job.objective, self.worst_completed, True
+            ):
+                self.worst_completed = job.objective
         elif job.status is TrainingStatus.FAILED:
             self.failed += 1
-        if job.status is not TrainingStatus.STOPPED:
+        if _stopped_early(job):
+            self.stopped_early += 1
+            self.since_improvement += 1
+            value = told_value(job.objective, self.worst_completed, self.definition.maximize)
+            self.strategy.tell(config, value)
+        elif job.status is not TrainingStatus.STOPPED:
             completed = job.status is TrainingStatus.COMPLETED
             self.strategy.tell(config, job.objective if completed else None)
         self._emit("ended", job)
@@ -450,18 +501,25 @@ class Scheduler:
     def _improves(self, job: TrainingJob) -> bool:
         if job.objective is None:
             return False
-        if self.best is None or self.best.objective is None:
+        return self._improves_on(job.objective, self.best.objective if self.best else None)
+
+    def _improves_on(self, value: float, other: float | None, worst: bool = False) -> bool:
+        """Whether ``value`` is better than ``other`` (worse, with ``worst``); None loses."""
+        if other is None:
             return True
-        if self.definition.maximize:
-            return job.objective > self.best.objective
-        return job.objective < self.best.objective
+        if value == other:
+            return False
+        better = value > other if self.definition.maximize else value < other
+        return better != worst
 
     # Start and end
 
     def _replay(self) -> None:
         """Resume from the training jobs already in the store (see the module docstring)."""
         not_started = []
-        for job in self.store.list_training_jobs(self.name):
+        jobs = self.store.list_training_jobs(self.name)
+        self._replay_stopping(jobs)
+        for job in jobs:
             self.last_number = max(self.last_number, job.number)
             if job.status is TrainingStatus.PENDING:
                 not_started.append(job)
@@ -481,11 +539,27 @@ class Scheduler:
             else:
                 self._start(job)
 
+    def _replay_stopping(self, jobs: list[TrainingJob]) -> None:
+        """Rebuild the stopping rule from the stored objective values, in the order read."""
+        if self.stopping is None:
+            return
+        objective = self.definition.objective_metric_name
+        values = [
+            (p.timestamp, job.number, p.seq, job, p.value)
+            for job in jobs
+            for p in self.store.metric_points(job.name, objective)
+        ]
+        steps: dict[str, int] = {}
+        for _, _, _, job, value in sorted(values, key=lambda v: v[:3]):
+            steps[job.name] = steps.get(job.name, 0) + 1
+            self.stopping.report(job.name, job.number, job.hyperparameters, steps[job.name], value)
+
     def _reattach(self, job: TrainingJob) -> None:
+        decided = self.stopping.decided(job.name) if self.stopping else None
         if job.handle and self.launcher.adopt(job.handle, self._spec(job), job.gpus):
             self.launched += 1
             stored = self.store.metric_points(job.name)
-            self.running[job.name] = _Running(
+            run = _Running(
                 job,
                 job.hyperparameters,
                 job.handle,
@@ -493,8 +567,23 @@ class Scheduler:
                 points=stored,
                 stored=len(stored),
                 began_at=job.running_at,
+                steps=sum(p.name == self.definition.objective_metric_name for p in stored),
             )
+            self.running[job.name] = run
             self.strategy.mark_pending(job.hyperparameters)
+            if decided is not None:  # decided before the restart; its stop may not have landed
+                self._stop_early(run, decided)
+            return
+        if decided is not None:  # it was stopped early and is gone: never run it again
+            self.launched += 1
+            points = self.store.metric_points(job.name, self.definition.objective_metric_name)
+            ended = self.store.finish_training_job(
+                job.name,
+                TrainingStatus.STOPPED,
+                final_objective(points, self.definition.objective_metric_name),
+                decided,
+            )
+            self._record_end(ended, job.hyperparameters)
             return
         ended = self.store.finish_training_job(
             job.name, TrainingStatus.STOPPED, failure_reason=INTERRUPTED
@@ -519,3 +608,9 @@ class Scheduler:
     def _emit(self, kind: str, job: TrainingJob) -> None:
         if self.on_event is not None:
             self.on_event(kind, job)
+
+
+def _stopped_early(job: TrainingJob) -> bool:
+    return job.status is TrainingStatus.STOPPED and (job.failure_reason or "").startswith(
+        "early stopping at step"
+    )

@@ -20,6 +20,7 @@ STRATEGIES: dict[str, tuple[str, str]] = {
     "Random": ("tuner.strategies.random_search", "RandomStrategy"),
     "TPE": ("tuner.strategies.tpe", "TPEStrategy"),
     "Grid": ("tuner.strategies.grid", "GridStrategy"),
+    "Hyperband": ("tuner.strategies.hyperband", "HyperbandStrategy"),
 }
 
 
@@ -65,6 +66,7 @@ __all__ = [
     "STRATEGIES",
     "BayesianStrategy",
     "GridStrategy",
+    "HyperbandStrategy",
     "RandomStrategy",
     "Strategy",
     "TPEStrategy",

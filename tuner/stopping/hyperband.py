@@ -1,0 +1,113 @@
+"""Hyperband's rung decisions: asynchronous successive halving in brackets.
+
+Every job trains with ``resource = max_resource`` and reports one objective value per unit of
+resource (one line per epoch), so step k is resource k. With ``r = min_resource``,
+``R = max_resource`` and ``eta = reduction_factor``, rung i sits at resource ``r * eta**i``
+(below R). Bracket s (0 <= s <= s_max = floor(log_eta(R / r))) judges jobs from rung s on; job
+number n belongs to the bracket at position n of a fixed cycle in which bracket s appears as
+often as Hyperband would sample it (``ceil((s_max + 1) / (s_max - s + 1) * eta**(s_max - s))``
+configurations), interleaved, so the assignment depends on the number alone.
+
+A job reaching one of its bracket's rungs is compared with every value recorded at that rung
+of its bracket (itself included, in arrival order): it goes on when it is among the best
+``max(1, n // eta)`` of those n values, otherwise it is stopped there (ties go to the earlier
+value). This is the asynchronous rule of ASHA: jobs are never paused, and a job that is judged
+early against few others goes on. Decisions depend only on the order of reports (see
+``tuner.stopping.base``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tuner.errors import ValidationError
+from tuner.space import Config
+from tuner.stopping.base import StoppingRule, stop_reason
+
+DEFAULT_REDUCTION_FACTOR = 3
+SAMPLERS = ("Random", "Bayesian")  # how the Hyperband strategy picks configurations
+
+
+@dataclass(frozen=True)
+class RungResult:
+    """A job's value when it reached a rung (minimization form)."""
+
+    job: str
+    config: Config
+    loss: float
+
+
+class HyperbandRungs(StoppingRule):
+    """See the module docstring; ``results`` feeds model-based samplers."""
+
+    def __init__(
+        self,
+        maximize: bool,
+        min_resource: int,
+        max_resource: int,
+        reduction_factor: int = DEFAULT_REDUCTION_FACTOR,
+    ) -> None:
+        super().__init__(maximize)
+        check_resources(min_resource, max_resource, reduction_factor)
+        self.min_resource = min_resource
+        self.max_resource = max_resource
+        self.eta = reduction_factor
+        self.s_max = max_halvings(min_resource, max_resource, reduction_factor)
+        self.rungs = [min_resource * reduction_factor**i for i in range(self.s_max + 1)]
+        self.rungs = [r for r in self.rungs if r < max_resource]
+        self.cycle = bracket_cycle(self.s_max, reduction_factor)
+        self._values: dict[tuple[int, int], list[float]] = {}  # (bracket, rung) -> losses
+        self.results: dict[int, list[RungResult]] = {}  # resource -> results there (all brackets)
+
+    def bracket(self, number: int) -> int:
+        """The bracket of training job ``number`` (1-based)."""
+        return self.cycle[(number - 1) % len(self.cycle)]
+
+    def _judge(self, job: str, number: int, config: Config, step: int, loss: float) -> str | None:
+        if step in self.rungs or step == self.max_resource:
+            self.results.setdefault(step, []).append(RungResult(job, dict(config), loss))
+        if step not in self.rungs:
+            return None
+        bracket, rung = self.bracket(number), self.rungs.index(step)
+        if rung < bracket:
+            return None
+        values = self._values.setdefault((bracket, rung), [])
+        values.append(loss)
+        keep = max(1, len(values) // self.eta)
+        better = sum(v <= loss for v in values[:-1])  # ties: the earlier value wins
+        return None if better < keep else stop_reason(step)
+
+
+def check_resources(min_resource: int, max_resource: int, reduction_factor: int) -> None:
+    """Raise ``ValidationError`` unless 1 <= min_resource < max_resource and factor >= 2."""
+    for name, value in (("min_resource", min_resource), ("max_resource", max_resource)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValidationError(f"Hyperband {name} must be an integer >= 1, got {value!r}")
+    if min_resource >= max_resource:
+        raise ValidationError(
+            "Hyperband needs min_resource < max_resource, got "
+            f"min_resource={min_resource}, max_resource={max_resource}"
+        )
+    if isinstance(reduction_factor, bool) or not isinstance(reduction_factor, int):
+        raise ValidationError(f"reduction_factor must be an integer >= 2, got {reduction_factor!r}")
+    if reduction_factor < 2:
+        raise ValidationError(f"reduction_factor must be an integer >= 2, got {reduction_factor!r}")
+
+
+def max_halvings(min_resource: int, max_resource: int, eta: int) -> int:
+    """``floor(log_eta(max_resource / min_resource))``, computed without float slips."""
+    s = 0
+    while min_resource * eta ** (s + 1) <= max_resource:
+        s += 1
+    return s
+
+
+def bracket_cycle(s_max: int, eta: int) -> list[int]:
+    """Bracket ids in sampling order: bracket s (first rung s) as often as Hyperband samples it."""
+    slots: list[tuple[float, int]] = []
+    for s in range(s_max + 1):
+        halvings = s_max - s
+        count = math.ceil((s_max + 1) / (halvings + 1) * eta**halvings)
+        slots += [((i + 0.5) / count, s) for i in range(count)]
+    return [s for _, s in sorted(slots)]

@@ -1,0 +1,91 @@
+"""Hyperband: configurations from a pluggable sampler, judged at rungs by successive halving.
+
+The strategy samples; its ``rungs`` (``tuner.stopping.hyperband.HyperbandRungs``) decide which
+running jobs stop at which rung, and the scheduler consults them as it consults any stopping
+rule. ``sampler="Random"`` (default) draws uniformly in the unit cube. ``sampler="Bayesian"``
+fits the Bayesian strategy's Gaussian process, as BOHB does, on the values recorded at the
+highest resource level (a rung, or ``max_resource``) that holds at least ``min_points``
+results (default: the number of dimensions + 2), with the running configurations as busy points;
+a fraction ``random_fraction`` of suggestions stays random, and so is every suggestion until
+some level has enough results.
+
+Results told through ``tell`` are not used: a value at 3 epochs and one at 27 are never mixed,
+only values at one resource level go into one model.
+"""
+
+from __future__ import annotations
+
+from tuner.errors import ValidationError
+from tuner.space import Config, SearchSpace
+from tuner.stopping.hyperband import DEFAULT_REDUCTION_FACTOR, SAMPLERS, HyperbandRungs
+from tuner.strategies.base import Strategy
+from tuner.strategies.bayesian import BayesianStrategy
+
+
+class HyperbandStrategy(Strategy):
+    name = "Hyperband"
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        maximize: bool = True,
+        seed: int | None = None,
+        min_resource: int = 1,
+        max_resource: int = 27,
+        reduction_factor: int = DEFAULT_REDUCTION_FACTOR,
+        sampler: str = "Random",
+        min_points: int | None = None,
+        random_fraction: float = 1 / 3,
+    ) -> None:
+        super().__init__(space, maximize, seed)
+        if sampler not in SAMPLERS:
+            raise ValidationError(f"Hyperband sampler must be one of {SAMPLERS}, got {sampler!r}")
+        if min_points is None:
+            min_points = space.dimensions + 2
+        if isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 2:
+            raise ValidationError(f"min_points must be an integer >= 2, got {min_points!r}")
+        if not 0 <= random_fraction <= 1:
+            raise ValidationError(f"random_fraction must be within [0, 1], got {random_fraction!r}")
+        self.rungs = HyperbandRungs(maximize, min_resource, max_resource, reduction_factor)
+        self.sampler = sampler
+        self.min_points = min_points
+        self.random_fraction = random_fraction
+        self.model_level: int | None = None  # the resource the last model was fitted at
+
+    def _propose(self, n: int) -> list[Config]:
+        out: list[Config] = []
+        model = self._model() if self.sampler == "Bayesian" else None
+        for _ in range(n):
+            if model is not None and self.rng.random() >= self.random_fraction:
+                asked = model.ask(1)
+                if asked:
+                    out.append(asked[0])
+                    model.mark_pending(asked[0])
+                    continue
+            out.append(self.space.decode(self.space.sample(self.rng, 1)[0]))
+        return out
+
+    def _model(self) -> BayesianStrategy | None:
+        """A GP fitted on the highest resource level with enough results, or None."""
+        levels = [r for r, results in self.rungs.results.items() if len(results) >= self.min_points]
+        if not levels:
+            return None
+        self.model_level = max(levels)
+        model = BayesianStrategy(
+            self.space, maximize=False, seed=int(self.rng.integers(2**31 - 1)), n_initial_points=1
+        )
+        for result in self.rungs.results[self.model_level]:
+            model.tell(result.config, result.loss)
+        for config in self.pending.values():
+            model.mark_pending(config)
+        return model
+
+    def _observe(self, config: Config, loss: float | None) -> None:
+        pass
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "sampler": self.sampler,
+            "model_level": self.model_level,
+            "results_per_level": {r: len(v) for r, v in sorted(self.rungs.results.items())},
+        }
