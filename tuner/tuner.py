@@ -74,7 +74,8 @@ class HyperparameterTuner:
         objective_metric_name: the metric (one of ``metric_definitions``) to optimise.
         hyperparameter_ranges: name -> ContinuousParameter/IntegerParameter/CategoricalParameter.
         metric_definitions: ``[{"Name": ..., "Regex": ...}]``, one capture group each.
-        strategy: ``"Bayesian"`` (default), ``"Random"``, ``"TPE"`` or ``"Grid"``.
+        strategy: ``"Bayesian"`` (default), ``"Random"``, ``"TPE"``, ``"Grid"`` or
+            ``"Hyperband"`` (configured by ``strategy_config``).
         objective_type: ``"Maximize"`` or ``"Minimize"``.
         max_jobs / max_parallel_jobs: total and concurrent training jobs.
         random_seed: makes the suggestions repeatable.
@@ -83,6 +84,13 @@ class HyperparameterTuner:
         max_jobs_without_improvement: stop after this many completed jobs without a new best.
         objective_aggregation: ``"Last"`` reported value (default) or ``"Best"``.
         strategy_options: keyword arguments of the strategy (e.g. ``n_initial_points``).
+        strategy_config: Hyperband's ``resource`` (a static hyperparameter, default
+            ``epochs``), ``min_resource``, ``max_resource`` (default: the static value),
+            ``reduction_factor`` (3) and ``sampler`` (``"Random"`` or ``"Bayesian"``).
+        early_stopping_type: ``"Off"`` (default) or ``"Auto"``: the median stopping rule
+            stops jobs whose intermediate objective values are worse than the median of
+            earlier jobs' running averages at the same step.
+        early_stopping_options: the median rule's ``min_jobs`` (3) and ``warmup_steps`` (1).
         storage: SQLAlchemy URL of the store (default ``$TUNER_DATABASE_URL``, else
             ``sqlite:///tuner-runs/tuner.db``).
         name: the tuning job's name (default: generated, unique).
@@ -107,6 +115,9 @@ class HyperparameterTuner:
         max_jobs_without_improvement: int | None = None,
         objective_aggregation: str = "Last",
         strategy_options: Mapping[str, Any] | None = None,
+        strategy_config: Mapping[str, Any] | None = None,
+        early_stopping_type: str = "Off",
+        early_stopping_options: Mapping[str, Any] | None = None,
         storage: str | None = None,
         name: str | None = None,
         service_url: str | None = None,
@@ -139,6 +150,9 @@ class HyperparameterTuner:
                 ],
                 "strategy": strategy,
                 "strategy_options": dict(strategy_options or {}),
+                "strategy_config": dict(strategy_config or {}),
+                "early_stopping_type": early_stopping_type,
+                "early_stopping_options": dict(early_stopping_options or {}),
                 "max_jobs": max_jobs,
                 "max_parallel_jobs": max_parallel_jobs,
                 "max_failed_jobs": max_failed_jobs,

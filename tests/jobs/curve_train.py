@@ -1,0 +1,34 @@
+"""A training job with a flat learning curve, for early-stopping tests.
+
+Prints ``validation: accuracy=<x>`` once per epoch for ``--epochs`` epochs, ``--step_sleep``
+seconds apart; appends its pid to ``$TUNER_OUTPUT_DIR/pid`` at the start (one line per run)
+and writes ``terminated`` there when it receives SIGTERM (then exits with 143).
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--x", type=float, required=True)
+parser.add_argument("--epochs", type=int, default=10)
+parser.add_argument("--step_sleep", type=float, default=0.1)
+args, _unknown = parser.parse_known_args()
+out = os.environ["TUNER_OUTPUT_DIR"]
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, "pid"), "a") as f:
+    f.write(f"{os.getpid()}\n")
+
+
+def terminated(signum, frame):
+    with open(os.path.join(out, "terminated"), "w") as f:
+        f.write("SIGTERM")
+    sys.exit(143)
+
+
+signal.signal(signal.SIGTERM, terminated)
+for epoch in range(args.epochs):
+    print(f"epoch {epoch + 1} validation: accuracy={args.x:.6f}", flush=True)
+    time.sleep(args.step_sleep)

@@ -1,0 +1,153 @@
+"""Stopping decisions on scripted learning curves: which job stops at which step."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.errors import ValidationError
+from tuner.stopping import HyperbandRungs, MedianStoppingRule, StoppingRule, told_value
+from tuner.stopping.hyperband import bracket_cycle
+
+# Accuracy per step (maximize) of scripted jobs: the value at step k is CURVES[job][k - 1].
+CURVES = {
+    "A": [0.5, 0.6, 0.7, 0.8],
+    "B": [0.4, 0.5, 0.6, 0.7],
+    "C": [0.2, 0.3, 0.4, 0.5],
+    "D": [0.6, 0.7, 0.8, 0.9],
+    "E": [0.3, 0.45, 0.6, 0.7],
+}
+
+
+def replay(rule: StoppingRule, events: list[tuple[str, int]]) -> dict[str, int]:
+    """Feed (job, step) events in order, as running jobs report them; {job: step stopped}."""
+    stopped: dict[str, int] = {}
+    for job, step in events:
+        if job in stopped:
+            continue  # a stopped job reports nothing more
+        number = ord(job) - ord("A") + 1
+        if rule.report(job, number, {"job": job}, step, CURVES[job][step - 1]) is not None:
+            stopped[job] = step
+    return stopped
+
+
+def interleaved(order: str, steps: int = 4) -> list[tuple[str, int]]:
+    """Jobs running at once: each round every job in ``order`` reports its next step."""
+    return [(job, step) for step in range(1, steps + 1) for job in order]
+
+
+def test_median_rule_stops_jobs_below_the_median_of_running_averages():
+    rule = MedianStoppingRule(maximize=True, min_jobs=2, warmup_steps=1)
+    # Round 2: C's 0.3 against A's average 0.55 and B's 0.45 (median 0.5): stopped at step 2.
+    # E's 0.45 against A 0.55, B 0.45, C 0.25, D 0.65 (median 0.5): stopped at step 2.
+    # B at steps 3 and 4 has only A before it (min_jobs=2): it goes on.
+    assert replay(rule, interleaved("ABCDE")) == {"C": 2, "E": 2}
+    assert rule.decided("C") == "early stopping at step 2"
+    assert rule.decided("A") is None
+
+
+def test_median_rule_waits_for_min_jobs_and_the_warm_up():
+    rule = MedianStoppingRule(maximize=True, min_jobs=3, warmup_steps=2)
+    # Step 2 is warm-up; at step 3 C (0.4) has A, B, D before it (median 0.6): stopped.
+    # E at step 3 (0.6) meets A 0.6, B 0.5, D 0.7, C 0.3 (median 0.55): it goes on.
+    assert replay(rule, interleaved("ABDCE")) == {"C": 3}
+    alone = MedianStoppingRule(maximize=True, min_jobs=3, warmup_steps=0)
+    assert replay(alone, interleaved("CA")) == {}  # never 3 others at any step
+
+
+def test_median_rule_with_jobs_finishing_in_shuffled_order():
+    # C runs alone first (nothing to compare with), then the others: C is never stopped;
+    # E, arriving last, meets A, B, C, D (averages at step 2: 0.55, 0.45, 0.25, 0.65).
+    events = interleaved("C") + interleaved("DA") + interleaved("B") + interleaved("E")
+    rule = MedianStoppingRule(maximize=True, min_jobs=2, warmup_steps=1)
+    # B at step 2: C 0.25, D 0.65, A 0.55 -> median 0.55 > 0.5: stopped at step 2.
+    # E at step 2: C, D, A, B(0.45) -> median 0.5 > 0.45: stopped at step 2.
+    assert replay(rule, events) == {"B": 2, "E": 2}
+
+
+def test_median_rule_minimizing_and_ties_go_on():
+    rule = MedianStoppingRule(maximize=False, min_jobs=1, warmup_steps=0)
+    assert rule.report("a", 1, {}, 1, 1.0) is None
+    assert rule.report("b", 2, {}, 1, 1.0) is None  # equal to the median: not worse
+    assert rule.report("c", 3, {}, 1, 2.0) == "early stopping at step 1"
+    assert rule.report("c", 3, {}, 2, 9.0) is None  # decided once
+
+
+def test_median_rule_options_are_checked():
+    with pytest.raises(ValidationError, match="min_jobs must be an integer >= 1, got 0"):
+        MedianStoppingRule(True, min_jobs=0)
+    with pytest.raises(ValidationError, match="warmup_steps must be an integer >= 0, got -1"):
+        MedianStoppingRule(True, warmup_steps=-1)
+
+
+def test_hyperband_brackets_follow_hyperband_proportions():
+    cycle = bracket_cycle(2, 3)  # R/r = 9, eta = 3: 9, 5 and 3 configurations per bracket
+    assert cycle == [0, 1, 0, 2, 0, 1, 0, 0, 1, 2, 0, 1, 0, 0, 2, 1, 0]
+    rungs = HyperbandRungs(True, 1, 9, 3)
+    assert rungs.rungs == [1, 3]
+    assert [rungs.bracket(n) for n in (1, 2, 4, 18, 19)] == [0, 1, 2, 0, 1]
+
+
+def test_hyperband_rungs_keep_the_top_third_at_each_rung():
+    rungs = HyperbandRungs(True, 1, 9, 3)
+    bracket0 = [n for n in range(1, 18) if rungs.bracket(n) == 0]  # 1, 3, 5, 7, 8, 11, ...
+    values_at_1 = [0.5, 0.6, 0.4, 0.7, 0.55, 0.8]
+    decisions = {}
+    for n, v in zip(bracket0, values_at_1, strict=False):
+        decisions[n] = rungs.report(f"j{n}", n, {"n": n}, 1, v)
+    # keep = max(1, seen // 3): j1 first (goes on), j3 beats j1, j5 is beaten by both,
+    # j7 best so far, j8 (5 seen, keep 1) behind j7, j11 (6 seen, keep 2) best.
+    assert {n for n, d in decisions.items() if d} == {5, 8}
+    assert decisions[5] == "early stopping at step 1"
+    # Rung 2 (resource 3) of bracket 0: survivors j1, j3, j7 report in shuffled order.
+    at_3 = {7: 0.9, 1: 0.6, 3: 0.95}
+    second = {n: rungs.report(f"j{n}", n, {"n": n}, 2, v - 0.05) for n, v in at_3.items()}
+    assert all(d is None for d in second.values())  # step 2 is no rung
+    third = {n: rungs.report(f"j{n}", n, {"n": n}, 3, v) for n, v in at_3.items()}
+    # j7 first (on), j1 behind j7 (2 seen, keep 1): stopped; j3 beats both: on.
+    assert third == {7: None, 1: "early stopping at step 3", 3: None}
+
+
+def test_hyperband_later_brackets_start_at_a_higher_rung():
+    rungs = HyperbandRungs(True, 1, 9, 3)
+    bracket1 = [n for n in range(1, 18) if rungs.bracket(n) == 1]  # 2, 6, 9, 12, 16
+    bracket2 = [n for n in range(1, 18) if rungs.bracket(n) == 2]  # 4, 10, 15
+    for n, v in zip(bracket1, [0.9, 0.1], strict=False):  # never judged at step 1
+        assert rungs.report(f"j{n}", n, {}, 1, v) is None
+    assert rungs.report("j2", 2, {}, 3, 0.9) is None
+    assert rungs.report("j6", 6, {}, 3, 0.2) == "early stopping at step 3"
+    for n, v in zip(bracket2, [0.1, 0.0, 0.05], strict=True):  # full budget: never judged
+        assert all(rungs.report(f"j{n}", n, {}, k, v) is None for k in range(1, 10))
+    assert len(rungs.results[9]) == 3 and len(rungs.results[3]) == 5  # every job at 3
+
+
+def test_a_replayed_rule_decides_exactly_what_the_live_one_did():
+    events = interleaved("ABCDE")
+    live = MedianStoppingRule(True, min_jobs=2)
+    stopped = replay(live, events[:12])  # killed mid-run
+    rebuilt = MedianStoppingRule(True, min_jobs=2)
+    assert replay(rebuilt, events[:12]) == stopped
+    # Going on from there, each job is judged once in all: the same as one uninterrupted run.
+    later = replay(rebuilt, [e for e in events[12:] if e[0] not in stopped])
+    assert {**stopped, **later} == replay(MedianStoppingRule(True, min_jobs=2), events)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "eta", "message"),
+    [
+        (9, 9, 3, "min_resource < max_resource, got min_resource=9, max_resource=9"),
+        (0, 9, 3, "min_resource must be an integer >= 1, got 0"),
+        (1, 9, 1, "reduction_factor must be an integer >= 2, got 1"),
+    ],
+)
+def test_bad_hyperband_resources_are_refused(low, high, eta, message):
+    with pytest.raises(ValidationError, match=message):
+        HyperbandRungs(True, low, high, eta)
+
+
+def test_a_stopped_job_is_told_no_better_than_the_worst_full_result():
+    assert told_value(0.7, 0.6, maximize=True) == 0.6
+    assert told_value(0.5, 0.6, maximize=True) == 0.5
+    assert told_value(0.3, 0.2, maximize=False) == 0.3
+    assert told_value(0.1, 0.2, maximize=False) == 0.2
+    assert told_value(0.4, None, maximize=True) == 0.4
+    assert told_value(float("nan"), 0.2, maximize=True) is None

@@ -1,0 +1,206 @@
+"""Early stopping through the scheduler with real processes on the local launcher."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tuner import ContinuousParameter, HyperparameterTuner, TrainingStatus, TuningStatus
+from tuner.definition import TuningJobDefinition
+from tuner.errors import ValidationError
+from tuner.scheduler import Scheduler
+from tuner.stopping import HyperbandRungs
+from tuner.storage import Store
+
+CURVE = Path(__file__).parent / "jobs" / "curve_train.py"
+METRICS = [{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}]
+RANGES = {"x": ContinuousParameter(0.0, 1.0)}
+
+
+def job(tmp_path: Path, epochs: int, step_sleep: float = 0.1) -> dict:
+    return {
+        "command": [sys.executable, str(CURVE)],
+        "static_hyperparameters": {"epochs": epochs, "step_sleep": step_sleep},
+        "output_path": str(tmp_path / "runs"),
+        "grace_period": 2.0,
+    }
+
+
+def pids(job_record) -> list[int]:
+    return [int(p) for p in (Path(job_record.workdir) / "output" / "pid").read_text().split()]
+
+
+def alive(pid: int) -> bool:
+    """Whether the process still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    return state != "Z"
+
+
+def stopped_step(job_record) -> int | None:
+    reason = job_record.failure_reason or ""
+    prefix = "early stopping at step "
+    return int(reason[len(prefix) :]) if reason.startswith(prefix) else None
+
+
+def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_path, sqlite_url):
+    tuner = HyperparameterTuner(
+        job(tmp_path, epochs=12),
+        "accuracy",
+        RANGES,
+        METRICS,
+        strategy="Random",
+        random_seed=0,
+        max_jobs=8,
+        max_parallel_jobs=1,
+        max_failed_jobs=1,
+        early_stopping_type="Auto",
+        early_stopping_options={"min_jobs": 3, "warmup_steps": 1},
+        storage=sqlite_url,
+    )
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 8  # stopped jobs count towards max_jobs, not max_failed_jobs
+    # Flat curves: a job's running average is its x. One job at a time, job i is stopped at the
+    # first step k >= 2 where its x is below the median x of the earlier jobs that reported
+    # step k (at least 3; a stopped job reported steps up to the one it was stopped at).
+    expected: dict[str, int] = {}
+    reached: list[int] = []
+    for i, j in enumerate(jobs):
+        x, reached_i = j.hyperparameters["x"], 12
+        for k in range(2, 13):
+            others = [jobs[e].hyperparameters["x"] for e in range(i) if reached[e] >= k]
+            if len(others) >= 3 and x < statistics.median(others):
+                expected[j.name], reached_i = k, k
+                break
+        reached.append(reached_i)
+    assert expected, "the seed should give at least one job to stop"
+    stopped = {j.name: stopped_step(j) for j in jobs if j.status is TrainingStatus.STOPPED}
+    assert stopped == expected
+    for j in jobs:
+        if j.name in stopped:
+            assert j.failure_reason == f"early stopping at step {expected[j.name]}"
+            assert j.objective == pytest.approx(j.hyperparameters["x"], abs=1e-6)  # last value
+            assert (Path(j.workdir) / "output" / "terminated").exists()  # SIGTERM, not SIGKILL
+        else:
+            assert j.status is TrainingStatus.COMPLETED
+        assert not any(alive(pid) for pid in pids(j))  # no orphans
+    description = tuner.describe()
+    assert description["status"] == "Completed"
+    assert description["training_job_status_counters"]["Stopped"] == len(stopped)
+    assert description["training_job_status_counters"]["Failed"] == 0
+
+
+def hyperband_definition(tmp_path: Path, **kw) -> TuningJobDefinition:
+    return TuningJobDefinition.parse(
+        {
+            "name": "hb",
+            "strategy": "Hyperband",
+            "strategy_config": {"min_resource": 1, "max_resource": 9, "reduction_factor": 3},
+            "random_seed": 3,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": METRICS,
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job(tmp_path, epochs=9, step_sleep=0.15),
+            **kw,
+        }
+    )
+
+
+def replayed_decisions(store: Store, name: str) -> dict[str, int]:
+    """What Hyperband's rungs decide over the stored values, in the order they were read."""
+    rungs = HyperbandRungs(True, 1, 9, 3)
+    events = []
+    jobs = store.list_training_jobs(name)
+    for j in jobs:
+        for p in store.metric_points(j.name, "accuracy"):
+            events.append((p.timestamp, j.number, p.seq, j, p.value))
+    steps: dict[str, int] = {}
+    decided = {}
+    for _, _, _, j, value in sorted(events, key=lambda e: e[:3]):
+        steps[j.name] = steps.get(j.name, 0) + 1
+        if rungs.report(j.name, j.number, j.hyperparameters, steps[j.name], value):
+            decided[j.name] = steps[j.name]
+    return decided
+
+
+def check_hyperband_outcome(store: Store, name: str, max_jobs: int) -> None:
+    jobs = store.list_training_jobs(name)
+    assert len(jobs) == max_jobs
+    decided = replayed_decisions(store, name)
+    assert decided, "some configurations should be stopped at a rung"
+    for j in jobs:
+        assert pids(j) and len(pids(j)) == 1  # nothing ran twice
+        assert not alive(pids(j)[0])
+        if j.name in decided:
+            assert j.status is TrainingStatus.STOPPED
+            assert stopped_step(j) == decided[j.name] and decided[j.name] in (1, 3)
+            values = [p.value for p in store.metric_points(j.name, "accuracy")]
+            assert j.objective == values[-1]
+        else:
+            assert j.status is TrainingStatus.COMPLETED
+            assert len(store.metric_points(j.name, "accuracy")) == 9  # max_resource epochs
+
+
+def test_hyperband_stops_jobs_at_rungs_with_several_running(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    d = hyperband_definition(tmp_path, max_jobs=9, max_parallel_jobs=3)
+    store.create_tuning_job("hb", d.to_json())
+    record = Scheduler(d, "hb", store).run()
+    assert record.status is TuningStatus.COMPLETED
+    check_hyperband_outcome(store, "hb", 9)
+
+
+def test_resume_mid_bracket_neither_stops_nor_promotes_twice(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    d = hyperband_definition(tmp_path, max_jobs=9, max_parallel_jobs=3)
+    store.create_tuning_job("hb", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "hb", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while sum(j.status.terminal for j in store.list_training_jobs("hb")) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    detach.set()  # the tuner leaves mid-bracket with jobs still running
+    thread.join(10)
+    assert store.claim_tuning_job("hb", "second", ttl=30)
+    record = Scheduler(d, "hb", Store(sqlite_url), owner="second").run()
+    assert record.status is TuningStatus.COMPLETED
+    check_hyperband_outcome(store, "hb", 9)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"strategy_config": {"min_resource": 12}}, "min_resource < max_resource"),
+        ({"strategy_config": {"resource": "steps"}}, "resource 'steps' is not a hyperparameter"),
+        ({"strategy_config": {"resource": "x"}}, "must be a static hyperparameter"),
+        ({"strategy_config": {"sampler": "Grid"}}, "got sampler='Grid'"),
+        ({"early_stopping_type": "Auto"}, "early_stopping_type must be 'Off'"),
+    ],
+)
+def test_bad_hyperband_configurations_are_refused_at_creation(
+    tmp_path, sqlite_url, settings, message
+):
+    with pytest.raises(ValidationError, match=message):
+        HyperparameterTuner(
+            job(tmp_path, epochs=12),
+            "accuracy",
+            RANGES,
+            METRICS,
+            strategy="Hyperband",
+            storage=sqlite_url,
+            **settings,
+        )
+    assert not (tmp_path / "runs").exists()  # nothing was launched
