@@ -2,9 +2,11 @@
 
 The parts that apply are read: ``HyperParameterTuningJobConfig`` (``Strategy``,
 ``HyperParameterTuningJobObjective``, ``ResourceLimits``, ``ParameterRanges``, ``RandomSeed``,
-``TuningJobCompletionCriteria``) and ``TrainingJobDefinition`` (``AlgorithmSpecification``
-with ``TrainingImage`` or ``ContainerEntrypoint``/``ContainerArguments``, and
-``MetricDefinitions``; ``StaticHyperParameters``; ``StoppingCondition.MaxRuntimeInSeconds``).
+``TuningJobCompletionCriteria``, ``TrainingJobEarlyStoppingType``, ``StrategyConfig`` with
+``HyperbandStrategyConfig``'s ``MinResource``/``MaxResource``) and ``TrainingJobDefinition``
+(``AlgorithmSpecification`` with ``TrainingImage`` or ``ContainerEntrypoint``/
+``ContainerArguments``, and ``MetricDefinitions``; ``StaticHyperParameters``;
+``StoppingCondition.MaxRuntimeInSeconds``).
 SageMaker sends range bounds as strings; they are read as numbers. Anything else in the request
 (roles, VPC, S3 channels) is ignored. A missing or malformed part raises ``ValidationError``
 naming it.
@@ -18,6 +20,8 @@ from typing import Any
 from tuner.errors import ValidationError
 
 SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
+# Static hyperparameters SageMaker reads Hyperband's resource from, in its order.
+RESOURCE_KEYS = ("epochs", "numepochs", "n-epochs", "n_epochs", "num_epochs")
 
 
 def is_sagemaker_request(body: Mapping[str, Any]) -> bool:
@@ -132,6 +136,11 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         "max_parallel_jobs": limits.get("MaxParallelTrainingJobs", 1),
         "job_definition": job,
     }
+    if "TrainingJobEarlyStoppingType" in config:
+        definition["early_stopping_type"] = config["TrainingJobEarlyStoppingType"]
+    hyperband = _object(config, "StrategyConfig.HyperbandStrategyConfig", False)
+    if hyperband:
+        definition["strategy_config"] = _hyperband(hyperband, job["static_hyperparameters"])
     if "RandomSeed" in config:
         definition["random_seed"] = config["RandomSeed"]
     if "TargetObjectiveMetricValue" in criteria:
@@ -141,3 +150,16 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
             "MaxNumberOfTrainingJobsNotImproving"
         ]
     return definition
+
+
+def _hyperband(config: Mapping[str, Any], static: Any) -> dict[str, Any]:
+    """Our Hyperband ``strategy_config``: the resource is the first of ``RESOURCE_KEYS`` among
+    the static hyperparameters (``epochs`` when none is)."""
+    where = "StrategyConfig.HyperbandStrategyConfig"
+    keys = [k for k in RESOURCE_KEYS if isinstance(static, Mapping) and k in static]
+    out: dict[str, Any] = {"resource": keys[0] if keys else "epochs"}
+    if config.get("MinResource") is not None:
+        out["min_resource"] = _number(config["MinResource"], f"{where}.MinResource", int)
+    if config.get("MaxResource") is not None:
+        out["max_resource"] = _number(config["MaxResource"], f"{where}.MaxResource", int)
+    return out

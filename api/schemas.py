@@ -78,6 +78,8 @@ class TuningJobDescription(BaseModel):
     status_reason: str | None
     failure_reason: str | None
     strategy: str | None
+    early_stopping_type: str = "Off"
+    stopped_early: int = 0
     objective: Objective
     limits: Limits
     training_job_status_counters: dict[str, int]

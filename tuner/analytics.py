@@ -14,14 +14,18 @@ if TYPE_CHECKING:  # pandas is imported when a frame is made, not with the packa
 
 class TuningJobAnalytics:
     """Rows: name, number, status, objective status, each hyperparameter, the final objective,
-    failure reason, and start/end times (UTC) with the training time in seconds."""
+    failure reason, start/end times (UTC) with the training time in seconds, and ``StepsRun``:
+    how many values of the objective metric the job reported (fewer than its budget when it
+    was stopped early; empty when unknown)."""
 
     def __init__(
         self,
         parameters: list[str],
         objective_metric_name: str,
         training_jobs: Callable[[], list[TrainingJob]],
+        steps: Callable[[], dict[str, int]] | None = None,
     ) -> None:
+        self._steps = steps
         self.parameters = parameters
         self.objective_metric_name = objective_metric_name
         self._training_jobs = training_jobs
@@ -30,6 +34,7 @@ class TuningJobAnalytics:
         import pandas as pd
 
         rows = []
+        steps = self._steps() if self._steps is not None else None
         for job in self._training_jobs():
             row: dict[str, object] = {
                 "TrainingJobName": job.name,
@@ -46,12 +51,13 @@ class TuningJobAnalytics:
             row["TrainingElapsedTimeSeconds"] = job.duration
             row["QueuedSeconds"] = job.queued_seconds
             row["ArtifactsUri"] = job.artifacts_uri
+            row["StepsRun"] = None if steps is None else steps.get(job.name, 0)
             rows.append(row)
         columns = [
             "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
             *self.parameters, "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason",
             "TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds",
-            "QueuedSeconds", "ArtifactsUri",
+            "QueuedSeconds", "ArtifactsUri", "StepsRun",
         ]  # fmt: skip
         return pd.DataFrame(rows, columns=columns)
 

@@ -29,6 +29,7 @@ class ProgressBar:
         self.metric = metric
         self.sign = 1.0 if maximize else -1.0
         self.best: float | None = None
+        self.stopped_early = 0
         self.bar = tqdm(total=total, unit="job", disable=not wanted(enabled), file=sys.stderr)
 
     def __call__(self, kind: str, job: TrainingJob) -> None:
@@ -38,9 +39,12 @@ class ProgressBar:
         value = job.objective if job.status is TrainingStatus.COMPLETED else None
         if value is not None and (self.best is None or self.sign * value > self.sign * self.best):
             self.best = value
+        if (job.failure_reason or "").startswith("early stopping at step"):
+            self.stopped_early += 1
         failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
         best = f"best {self.metric}={self.best:.6g}" if self.best is not None else ""
-        self.bar.set_postfix_str(best + failed)
+        early = f", {self.stopped_early} stopped early" if self.stopped_early else ""
+        self.bar.set_postfix_str(best + failed + early)
 
     def show(self, description: dict[str, Any]) -> None:
         """Follow a tuning job by its ``describe()`` (one run by a service)."""

@@ -57,6 +57,7 @@ from tuner.space import Config
 from tuner.stopping import StoppingRule, stopping_rule_for, told_value
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
+from tuner.summary import stopped_early
 
 log = logging.getLogger("tuner.scheduler")
 
@@ -488,7 +489,7 @@ class Scheduler:
                 self.worst_completed = job.objective
         elif job.status is TrainingStatus.FAILED:
             self.failed += 1
-        if _stopped_early(job):
+        if stopped_early(job):
             self.stopped_early += 1
             self.since_improvement += 1
             value = told_value(job.objective, self.worst_completed, self.definition.maximize)
@@ -608,9 +609,3 @@ class Scheduler:
     def _emit(self, kind: str, job: TrainingJob) -> None:
         if self.on_event is not None:
             self.on_event(kind, job)
-
-
-def _stopped_early(job: TrainingJob) -> bool:
-    return job.status is TrainingStatus.STOPPED and (job.failure_reason or "").startswith(
-        "early stopping at step"
-    )

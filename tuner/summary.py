@@ -32,6 +32,13 @@ def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:
     return max(done, key=lambda j: (sign * (j.objective or 0.0), -j.number))
 
 
+def stopped_early(job: TrainingJob) -> bool:
+    """Whether a stopping rule (median rule, Hyperband rung) stopped the job."""
+    return job.status is TrainingStatus.STOPPED and (job.failure_reason or "").startswith(
+        "early stopping at step"
+    )
+
+
 def training_job_dict(job: TrainingJob) -> dict[str, Any]:
     data = asdict(job)
     data["status"] = job.status.value
@@ -49,8 +56,9 @@ def training_job_from_dict(data: dict[str, Any]) -> TrainingJob:
 
 
 def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
-    """Status and reason, limits, counters of job and objective states, the failed jobs'
-    reasons grouped with counts (``tuner.failures.failure_groups``), best job, time used."""
+    """Status and reason, limits, counters of job and objective states (``stopped_early``: jobs
+    a stopping rule ended), the failed jobs' reasons grouped with counts
+    (``tuner.failures.failure_groups``), best job, time used."""
     definition = record.definition
     maximize = definition.get("objective_type", "Maximize") == "Maximize"
     best = best_of(jobs, maximize)
@@ -60,6 +68,8 @@ def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
         "status_reason": record.status_reason,
         "failure_reason": record.status_reason if record.status is TuningStatus.FAILED else None,
         "strategy": definition.get("strategy"),
+        "early_stopping_type": definition.get("early_stopping_type", "Off"),
+        "stopped_early": sum(stopped_early(j) for j in jobs),
         "objective": {
             "metric": definition.get("objective_metric_name"),
             "type": definition.get("objective_type", "Maximize"),

@@ -400,9 +400,9 @@ class HyperparameterTuner:
         return self.store.list_training_jobs(name)
 
     def analytics(self) -> TuningJobAnalytics:
-        self._require_name()
+        name = self._require_name()
+        metric = self.definition.objective_metric_name
+        steps = None if self.client is not None else lambda: self.store.metric_counts(name, metric)
         return TuningJobAnalytics(
-            list(self.definition.hyperparameter_ranges),
-            self.definition.objective_metric_name,
-            self.training_jobs,
+            list(self.definition.hyperparameter_ranges), metric, self.training_jobs, steps
         )

@@ -178,6 +178,64 @@ def test_a_sagemaker_request_runs(http):
     assert all(j["hyperparameters"]["opt"] in ("sgd", "adam") for j in jobs)
 
 
+def sagemaker_hyperband(min_resource: str, max_resource: str) -> dict:
+    curve = FAKE_TRAIN.parent / "curve_train.py"
+    return {
+        "HyperParameterTuningJobName": "sagemaker-hyperband",
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Hyperband",
+            "StrategyConfig": {
+                "HyperbandStrategyConfig": {
+                    "MinResource": min_resource,
+                    "MaxResource": max_resource,
+                }
+            },
+            "TrainingJobEarlyStoppingType": "Off",
+            "RandomSeed": 1,
+            "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "accuracy"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": 6, "MaxParallelTrainingJobs": 2},
+            "ParameterRanges": {
+                "ContinuousParameterRanges": [{"Name": "x", "MinValue": "0", "MaxValue": "1"}]
+            },
+        },
+        "TrainingJobDefinition": {
+            "AlgorithmSpecification": {
+                "ContainerEntrypoint": [sys.executable, str(curve)],
+                "MetricDefinitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9\\.]+)"}],
+            },
+            "StaticHyperParameters": {"epochs": "9", "step_sleep": "0.05"},
+        },
+    }
+
+
+def test_a_sagemaker_hyperband_request_stops_jobs_at_rungs(http):
+    response = http.post("/tuning-jobs", json=sagemaker_hyperband("1", "9"))
+    assert response.status_code == 201, response.text
+    done = wait_status(http, "sagemaker-hyperband", {"Completed"})
+    assert done["strategy"] == "Hyperband" and done["early_stopping_type"] == "Off"
+    assert done["definition"]["strategy_config"] == {
+        "resource": "epochs",
+        "min_resource": 1,
+        "max_resource": 9,
+    }
+    jobs = http.get("/tuning-jobs/sagemaker-hyperband/training-jobs").json()
+    early = [j for j in jobs if (j["failure_reason"] or "").startswith("early stopping at step")]
+    assert done["stopped_early"] == len(early)
+    assert all(j["status"] == "Stopped" and j["failure_reason"][-1] in "13" for j in early)
+    assert len(jobs) == 6 and done["training_job_status_counters"]["Failed"] == 0
+
+
+def test_a_sagemaker_median_rule_request_is_read(http):
+    request = sagemaker_hyperband("1", "9")
+    config = request["HyperParameterTuningJobConfig"]
+    config.update(Strategy="Random", TrainingJobEarlyStoppingType="Auto")
+    del config["StrategyConfig"]
+    request["HyperParameterTuningJobName"] = "sagemaker-auto"
+    assert http.post("/tuning-jobs", json=request).status_code == 201
+    done = wait_status(http, "sagemaker-auto", {"Completed"})
+    assert done["early_stopping_type"] == "Auto"
+
+
 BAD = [
     (definition(max_jobs=0), 400, "max_jobs: Input should be greater than or equal to 1, got 0"),
     (definition(max_jobs=2, max_parallel_jobs=3), 400, "max_parallel_jobs <= max_jobs"),
@@ -195,6 +253,8 @@ BAD = [
         "HyperParameterTuningJobConfig.ResourceLimits is required",
     ),
     ({}, 400, "job_definition: required, missing"),
+    (sagemaker_hyperband("9", "9"), 400, "min_resource < max_resource, got min_resource=9"),
+    (sagemaker_hyperband("1", "27"), 400, "max_resource must equal the static epochs"),
 ]
 
 

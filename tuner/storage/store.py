@@ -431,6 +431,19 @@ class Store:
             session.add_all(rows)
             return len(rows)
 
+    def metric_counts(self, tuning_job_name: str, name: str) -> dict[str, int]:
+        """How many points of metric ``name`` each training job of a tuning job reported (its
+        steps, for the objective metric); jobs without any are left out."""
+        with self._session() as session:
+            tuning = self._tuning_row(session, tuning_job_name)
+            rows = session.execute(
+                select(TrainingJobRow.name, func.count(MetricPointRow.id))
+                .join(MetricPointRow, MetricPointRow.training_job_id == TrainingJobRow.id)
+                .where(TrainingJobRow.tuning_job_id == tuning.id, MetricPointRow.name == name)
+                .group_by(TrainingJobRow.name)
+            )
+            return {str(job): int(count) for job, count in rows}
+
     def metric_points(self, training_job_name: str, name: str | None = None) -> list[MetricPoint]:
         with self._session() as session:
             job = self._training_row(session, training_job_name)
