@@ -1,7 +1,8 @@
 """Strategy comparisons: one search space and objective, several arms, several seeds.
 
 A comparison spec (YAML) holds everything a tuning job definition holds except the strategy and
-its limits, plus ``arms`` (each a name, a strategy with its options, ``max_jobs`` and
+its limits, plus ``arms`` (each a name, a strategy with its ``strategy_options`` and
+``strategy_config``, ``early_stopping_type`` and its options, ``max_jobs`` and
 ``max_parallel_jobs``) and ``seeds``. Every arm and seed is an ordinary tuning job named
 ``<name>-<arm>-s<seed>``, tagged ``comparison``/``arm``/``seed``, run one after the other (so
 their times compare). Running a comparison again reuses the arms that have ended and resumes
@@ -44,6 +45,9 @@ class Arm(BaseModel):
     max_jobs: int = Field(ge=1)
     max_parallel_jobs: int = Field(1, ge=1)
     strategy_options: dict[str, Any] = Field(default_factory=dict)
+    strategy_config: dict[str, Any] = Field(default_factory=dict)
+    early_stopping_type: str = "Off"
+    early_stopping_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class ComparisonSpec(BaseModel):
@@ -121,6 +125,9 @@ class ComparisonSpec(BaseModel):
                                 "name": self.run_name(arm.name, seed),
                                 "strategy": arm.strategy,
                                 "strategy_options": arm.strategy_options,
+                                "strategy_config": arm.strategy_config,
+                                "early_stopping_type": arm.early_stopping_type,
+                                "early_stopping_options": arm.early_stopping_options,
                                 "max_jobs": arm.max_jobs,
                                 "max_parallel_jobs": arm.max_parallel_jobs,
                                 "random_seed": seed,

@@ -158,6 +158,7 @@ def test_cli_compare_then_report(tmp_path):
         "training_jobs.csv",
         "best_by_jobs.png",
         "best_by_time.png",
+        "best_by_compute.png",
         "objective_vs_hyperparameters.png",
     ):
         assert (folder / name).stat().st_size > 0, name
@@ -183,7 +184,7 @@ def test_cli_compare_then_report(tmp_path):
     markdown = (folder / "report.md").read_text()
     assert "| arm | strategy |" in markdown and "![best_by_jobs.png](best_by_jobs.png)" in markdown
     html = (folder / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 3 and "http" not in html.replace(
+    assert html.count("data:image/png;base64,") == 4 and "http" not in html.replace(
         "http-equiv", ""
     )
 
@@ -253,3 +254,41 @@ def test_compare_writes_the_report_when_every_job_failed(tmp_path):
         assert "trian.py" in line and "Failed" in line
     html = (folder / "report.html").read_text()
     assert "No training job succeeded: 4 of 4 failed." in html
+
+
+def test_the_report_shows_compute_and_what_early_stopping_saved(tmp_path, sqlite_url):
+    curve = Path(__file__).parents[1] / "jobs" / "curve_train.py"
+    arm = {"strategy": "Random", "max_jobs": 8, "max_parallel_jobs": 2}
+    data = spec_data(
+        tmp_path,
+        seeds=[4],
+        arms=[
+            {"name": "full", **arm},
+            {"name": "auto", **arm, "early_stopping_type": "Auto"},
+            {
+                "name": "hyperband",
+                **arm,
+                "strategy": "Hyperband",
+                "strategy_config": {"min_resource": 1, "max_resource": 9},
+            },
+        ],
+        metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        hyperparameter_ranges={"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+        job_definition={
+            "command": [sys.executable, str(curve)],
+            "static_hyperparameters": {"epochs": 9, "step_sleep": 0.1},
+            "output_path": str(tmp_path / "runs"),
+        },
+    )
+    names = run_comparison(ComparisonSpec.parse(data), storage=sqlite_url)
+    report = build(Store(sqlite_url), names)
+    arms = {a["arm"]: a for a in report["arms"]}
+    assert arms["full"]["stopped_early"] == 0 and arms["full"]["compute_saved"] is None
+    for name in ("auto", "hyperband"):
+        assert arms[name]["early_stopping"] and arms[name]["compute_reference"] == "full"
+        assert arms[name]["stopped_early"] >= 1
+        saved = 1 - arms[name]["compute_seconds_median"] / arms["full"]["compute_seconds_median"]
+        assert arms[name]["compute_saved"] == pytest.approx(saved) and saved > 0
+    for runs in report["curves"].values():
+        used = [p["compute_seconds"] for p in runs[0]]
+        assert used == sorted(used) and used[-1] > 0

@@ -8,6 +8,12 @@ compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), an
 stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
 configurations; every completed job's objective against each hyperparameter; and why jobs
 failed: reasons grouped per arm, and every failed job with its reason.
+
+Compute is training-seconds actually used (a job's duration times its GPUs, a fraction of a GPU
+counted by its share; one CPU per job without GPUs), so the curves also give best so far
+against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
+Hyperband) shows ``compute_saved``: one minus its median compute per run over that of the first
+full-budget arm (``compute_reference``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from tuner.errors import ValidationError
 from tuner.failures import failure_groups
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
 from tuner.storage import Store
-from tuner.summary import training_job_dict
+from tuner.summary import stopped_early, training_job_dict
 
 
 @dataclass
@@ -42,21 +48,54 @@ def _better(a: float, b: float | None, maximize: bool) -> bool:
 
 
 def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
-    """After each ended job: how many ended, seconds since the run began, best value so far."""
+    """After each ended job: how many ended, seconds since the run began, compute used by the
+    ended jobs (training-seconds, see the module docstring), best value so far."""
     best: float | None = None
     curve = []
+    compute = 0.0
     for k, job in enumerate(run.ended(), start=1):
         value = job.objective if job.status is TrainingStatus.COMPLETED else None
         if value is not None and _better(value, best, maximize):
             best = value
+        compute += (job.duration or 0.0) * _share(run)
         curve.append(
             {
                 "jobs": k,
                 "seconds": (job.ended_at or 0.0) - run.record.created_at,
+                "compute_seconds": compute,
                 "best": best,
             }
         )
     return curve
+
+
+def _share(run: Run) -> float:
+    """GPUs per job of a run (a fraction counted by its share), or 1 (one CPU) without GPUs."""
+    gpus = run.record.definition.get("job_definition", {}).get("gpus_per_job", 0) or 0
+    return float(gpus) or 1.0
+
+
+def stops_early(definition: dict[str, Any]) -> bool:
+    """Whether a tuning job stops training jobs early (median rule or Hyperband)."""
+    return (
+        definition.get("early_stopping_type", "Off") == "Auto"
+        or definition.get("strategy") == "Hyperband"
+    )
+
+
+def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
+    """Add ``compute_saved`` (a fraction) and ``compute_reference`` (an arm) to arms that stop
+    jobs early, against the first full-budget arm; None where there is none."""
+    full = [r for r in arm_rows if not r["early_stopping"] and r["compute_seconds_median"]]
+    reference = full[0] if full else None
+    for row in arm_rows:
+        row["compute_saved"], row["compute_reference"] = None, None
+        if reference is None or not row["early_stopping"]:
+            continue
+        used = row["compute_seconds_median"]
+        row["compute_reference"] = reference["arm"]
+        if used is not None:
+            row["compute_saved"] = 1.0 - used / reference["compute_seconds_median"]
 
 
 def _median(values: list[float]) -> float | None:
@@ -131,8 +170,14 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "failed": sum(j.status is TrainingStatus.FAILED for r in members for j in r.jobs),
                 "stopped": sum(j.status is TrainingStatus.STOPPED for r in members for j in r.jobs),
                 "failure_reasons": failure_groups([j for r in members for j in r.jobs]),
+                "stopped_early": sum(stopped_early(j) for r in members for j in r.jobs),
+                "early_stopping": stops_early(d),
+                "compute_seconds_median": _median(
+                    [c[-1]["compute_seconds"] for c in curves[arm] if c]
+                ),
             }
         )
+    _compute_saved(arm_rows)
 
     reach: dict[str, dict[str, dict[str, Any]]] = {}
     for row in arm_rows:

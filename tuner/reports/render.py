@@ -129,20 +129,21 @@ def _finish_best_plot(
     ax.legend()
 
 
-def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
+def _plot_best_by(data: dict[str, Any], key: str, xlabel: str, title: str) -> plt.Figure:
+    """Best so far against ``key`` of each curve point (median line, min-max band)."""
     fig, ax = plt.subplots(figsize=(7, 4))
     bands = []
     for i, (arm, runs) in enumerate(data["curves"].items()):
         runs = [r for r in runs if r]
         if not runs:
             continue
-        end = max(r[-1]["seconds"] for r in runs)
+        end = max(r[-1][key] for r in runs)
         grid = np.linspace(0, end, 200)
         sampled = []
         for run in runs:
-            times = np.array([p["seconds"] for p in run])
+            xs = np.array([p[key] for p in run])
             values = [p["best"] for p in run]
-            idx = np.searchsorted(times, grid, side="right") - 1
+            idx = np.searchsorted(xs, grid, side="right") - 1
             sampled.append([values[k] if k >= 0 else None for k in idx])
         band = best_band(sampled)
         if band is None:
@@ -152,9 +153,25 @@ def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
         ax.plot(grid, median, color=COLOURS[i % 10], label=arm)
         if len(runs) > 1:
             ax.fill_between(grid, low, high, alpha=0.2, color=COLOURS[i % 10])
-    _finish_best_plot(ax, data, bands, "wall-clock seconds since the tuning job began", "by time")
+    _finish_best_plot(ax, data, bands, xlabel, title)
     fig.tight_layout()
     return fig
+
+
+def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
+    return _plot_best_by(
+        data, "seconds", "wall-clock seconds since the tuning job began", "by time"
+    )
+
+
+def plot_best_by_compute(data: dict[str, Any]) -> plt.Figure:
+    """Best so far against training-seconds used (GPU-seconds counted by each job's share)."""
+    return _plot_best_by(
+        data,
+        "compute_seconds",
+        "compute used: training-seconds (GPU-seconds with GPUs)",
+        "by compute",
+    )
 
 
 def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
@@ -196,6 +213,7 @@ def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
 PLOTS = {
     "best_by_jobs.png": plot_best_by_jobs,
     "best_by_time.png": plot_best_by_time,
+    "best_by_compute.png": plot_best_by_compute,
     "objective_vs_hyperparameters.png": plot_objective_vs_hyperparameters,
 }
 
@@ -215,6 +233,8 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         unit,
         "failed",
         "stopped",
+        "stopped early",
+        "compute saved",
     ]
     queues = any(a.get("queued_hours", 0.0) * 3600 >= 1.0 for a in data["arms"])
     if queues:  # jobs waited in a cluster's queue: show that time apart from training
@@ -234,10 +254,19 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             *([_fmt(a.get("queued_hours", 0.0), 3)] if queues else []),
             str(a["failed"]),
             str(a["stopped"]),
+            str(a.get("stopped_early", 0)),
+            _saved(a),
         ]
         for a in data["arms"]
     ]
     return head, rows
+
+
+def _saved(arm: dict[str, Any]) -> str:
+    """``64% vs random`` for an arm that stops jobs early, ``-`` otherwise."""
+    if arm.get("compute_saved") is None:
+        return "-"
+    return f"{arm['compute_saved']:.0%} vs {arm['compute_reference']}"
 
 
 def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
