@@ -1,0 +1,442 @@
+"""Early stopping on real learning curves: our median rule and Hyperband against Optuna's pruners.
+
+Two real training problems, trained in-process on the CPU, one objective value per unit of
+resource (the k-th value is step k, as the tuner reads a log):
+
+- ``digits``: the quickstart's network (examples/train_digits_sgd.py: one hidden layer of 32,
+  SGD with momentum and L2 on scikit-learn's digits, 70/30 split) for up to ``R`` epochs; the
+  validation accuracy after each epoch, maximized. Curves rise and flatten; bad learning rates
+  diverge (accuracy 0.1 from then on).
+- ``boosting``: gradient-boosted trees (scikit-learn, ``warm_start``) on scikit-learn's diabetes
+  regression, 4 trees per step, up to ``R`` steps; the validation RMSE after each step,
+  minimized. Curves fall and, with large learning rates or deep trees, turn up again (overfit).
+
+Learning curves are cached per configuration: a configuration is trained once, lazily and only
+as far as some arm asked (the model is kept and training resumed), deterministic for the
+configuration (fixed data split and training seed), and every arm that meets the configuration
+replays the same curve. Arms run in a simulated clock where a step costs one unit of compute
+(one epoch, four trees) and ``--parallel`` jobs run at once, each arm until it has used the
+compute of ``--full-jobs`` full-budget jobs (``B = full_jobs * R``); what a job reported before
+the budget ran out counts.
+
+Arms: ``random`` (full budget), ``random+auto`` (median rule), ``hyperband`` (random sampler),
+``hyperband-bayes`` (Bayesian sampler, BOHB-style), ``bayes`` (full budget), ``bayes+auto``,
+all through our public strategy and stopping modules (``tuner.strategies``, ``tuner.stopping``)
+the way the scheduler drives them; and Optuna's ``TPESampler`` with ``MedianPruner`` and with
+``HyperbandPruner(min_resource=1, max_resource=R, reduction_factor=3)``, their defaults
+otherwise, on the same curves and seeds. Best values count completed (full-budget) jobs only.
+
+Prints per problem: median over seeds of the best at compute B/3 and B, the median compute to
+reach random's median best at B (the target) as a fraction of B, how many seeds reached it,
+and how often hyperband-bayes is at least as good as Optuna TPE + HyperbandPruner at B.
+
+    python bench/early_stopping.py [--problems digits boosting] [--seeds 10] [--parallel 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import os
+import platform
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from tuner.parameters import ContinuousParameter, IntegerParameter, Parameter
+from tuner.space import Config, SearchSpace
+from tuner.stopping import StoppingRule, stopping_rule_for, told_value
+from tuner.strategies import make_strategy
+
+R = 27  # max_resource: epochs (digits) or steps of 4 trees (boosting)
+
+
+# Problems: a configuration's learning curve, trained lazily and cached.
+
+
+class Curves:
+    """Learning curves per configuration, extended on demand (see the module docstring)."""
+
+    def __init__(self, make: Callable[[Config], Any], step: Callable[[Any], float]) -> None:
+        self._make, self._step = make, step
+        self._runs: dict[tuple[Any, ...], tuple[Any, list[float]]] = {}
+        self.trained_steps = 0
+
+    def value(self, config: Config, k: int) -> float:
+        key = tuple(sorted(config.items()))
+        if key not in self._runs:
+            self._runs[key] = (self._make(config), [])
+        state, curve = self._runs[key]
+        while len(curve) < k:
+            curve.append(self._step(state))
+            self.trained_steps += 1
+        return curve[k - 1]
+
+
+@dataclass
+class Problem:
+    name: str
+    space: dict[str, Parameter]
+    maximize: bool
+    curves: Curves
+
+
+def digits_problem() -> Problem:
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+
+    x, y = load_digits(return_X_y=True)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x / 16.0, y, test_size=0.3, random_state=0, stratify=y
+    )
+    classes = np.unique(y)
+
+    def make(c: Config) -> Any:
+        return MLPClassifier(
+            hidden_layer_sizes=(32,),
+            solver="sgd",
+            learning_rate_init=c["learning_rate"],
+            momentum=c["momentum"],
+            nesterovs_momentum=False,
+            alpha=c["wd"],
+            batch_size=64,
+            random_state=0,
+        )
+
+    def step(model: Any) -> float:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            model.partial_fit(x_train, y_train, classes=classes)
+            proba = model.predict_proba(x_val)
+        if not np.all(np.isfinite(proba)):
+            return 0.1  # diverged: chance level from then on
+        return float(np.mean(classes[proba.argmax(axis=1)] == y_val))
+
+    space: dict[str, Parameter] = {
+        "learning_rate": ContinuousParameter(1e-3, 2.0, "Logarithmic"),
+        "momentum": ContinuousParameter(0.0, 0.99, "ReverseLogarithmic"),
+        "wd": ContinuousParameter(1e-6, 0.1, "Logarithmic"),
+    }
+    return Problem("digits", space, True, Curves(make, step))
+
+
+def boosting_problem() -> Problem:
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.model_selection import train_test_split
+
+    x, y = load_diabetes(return_X_y=True)
+    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.3, random_state=0)
+
+    def make(c: Config) -> Any:
+        return GradientBoostingRegressor(
+            learning_rate=c["learning_rate"],
+            max_depth=c["max_depth"],
+            subsample=c["subsample"],
+            min_samples_leaf=c["min_samples_leaf"],
+            n_estimators=0,
+            warm_start=True,
+            random_state=0,
+        )
+
+    def step(model: Any) -> float:
+        model.n_estimators += 4
+        model.fit(x_train, y_train)
+        return float(np.sqrt(np.mean((model.predict(x_val) - y_val) ** 2)))
+
+    space: dict[str, Parameter] = {
+        "learning_rate": ContinuousParameter(0.005, 1.0, "Logarithmic"),
+        "max_depth": IntegerParameter(1, 8),
+        "subsample": ContinuousParameter(0.2, 1.0),
+        "min_samples_leaf": IntegerParameter(1, 60, "Logarithmic"),
+    }
+    return Problem("boosting", space, False, Curves(make, step))
+
+
+PROBLEMS = {"digits": digits_problem, "boosting": boosting_problem}
+
+
+# Arms: something that suggests configurations and decides stops, step by step.
+
+
+class Arm:
+    """One contender: ``start`` a job, ``report`` its steps (True: stop it), ``end`` it."""
+
+    def start(self) -> tuple[int, Config] | None:
+        raise NotImplementedError
+
+    def report(self, job: int, step: int, value: float) -> bool:
+        raise NotImplementedError
+
+    def end(self, job: int, completed: bool, last: float) -> None:
+        raise NotImplementedError
+
+
+class OursArm(Arm):
+    """Our strategy and stopping rule, told what the scheduler tells them."""
+
+    def __init__(
+        self, problem: Problem, seed: int, strategy: str, options: dict[str, Any], auto: bool
+    ) -> None:
+        self.space = SearchSpace(problem.space)
+        self.maximize = problem.maximize
+        self.strategy = make_strategy(strategy, self.space, problem.maximize, seed, options)
+        self.rule: StoppingRule | None = stopping_rule_for(
+            "Auto" if auto else "Off", {}, problem.maximize, self.strategy
+        )
+        self.configs: dict[int, Config] = {}
+        self.number = 0
+        self.worst: float | None = None
+
+    def start(self) -> tuple[int, Config] | None:
+        asked = self.strategy.ask(1)
+        if not asked:
+            return None
+        self.number += 1
+        self.configs[self.number] = asked[0]
+        return self.number, asked[0]
+
+    def report(self, job: int, step: int, value: float) -> bool:
+        if self.rule is None:
+            return False
+        return self.rule.report(f"j{job}", job, self.configs[job], step, value) is not None
+
+    def end(self, job: int, completed: bool, last: float) -> None:
+        config = self.configs.pop(job)
+        if completed:
+            if self.worst is None or (last < self.worst if self.maximize else last > self.worst):
+                self.worst = last
+            self.strategy.tell(config, last)
+        else:
+            self.strategy.tell(config, told_value(last, self.worst, self.maximize))
+
+
+class OptunaArm(Arm):
+    """Optuna's TPE sampler with a pruner, through its ask/tell interface."""
+
+    def __init__(self, problem: Problem, seed: int, pruner: str) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        pruners = {
+            "median": optuna.pruners.MedianPruner(),
+            "hyperband": optuna.pruners.HyperbandPruner(
+                min_resource=1, max_resource=R, reduction_factor=3
+            ),
+        }
+        self.study = optuna.create_study(
+            direction="maximize" if problem.maximize else "minimize",
+            sampler=optuna.samplers.TPESampler(seed=seed),
+            pruner=pruners[pruner],
+        )
+        self.dists = {name: _distribution(p) for name, p in problem.space.items()}
+        self.trials: dict[int, Any] = {}
+
+    def start(self) -> tuple[int, Config] | None:
+        trial = self.study.ask(self.dists)
+        self.trials[trial.number] = trial
+        return trial.number, dict(trial.params)
+
+    def report(self, job: int, step: int, value: float) -> bool:
+        trial = self.trials[job]
+        trial.report(value, step)
+        return bool(trial.should_prune())
+
+    def end(self, job: int, completed: bool, last: float) -> None:
+        from optuna.trial import TrialState
+
+        trial = self.trials.pop(job)
+        if completed:
+            self.study.tell(trial, last)
+        else:
+            self.study.tell(trial, state=TrialState.PRUNED)
+
+
+def _distribution(p: Parameter) -> Any:
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    d = p.to_dict()
+    log = d.get("scaling_type") == "Logarithmic"
+    if d["type"] == "integer":
+        return IntDistribution(int(d["min_value"]), int(d["max_value"]), log=log)
+    return FloatDistribution(float(d["min_value"]), float(d["max_value"]), log=log)
+
+
+HYPERBAND = {"min_resource": 1, "max_resource": R, "reduction_factor": 3}
+ARMS: dict[str, Callable[[Problem, int], Arm]] = {
+    "random": lambda p, s: OursArm(p, s, "Random", {}, False),
+    "random+auto": lambda p, s: OursArm(p, s, "Random", {}, True),
+    "hyperband": lambda p, s: OursArm(p, s, "Hyperband", HYPERBAND, False),
+    "hyperband-bayes": lambda p, s: OursArm(
+        p, s, "Hyperband", {**HYPERBAND, "sampler": "Bayesian"}, False
+    ),
+    "bayes": lambda p, s: OursArm(p, s, "Bayesian", {}, False),
+    "bayes+auto": lambda p, s: OursArm(p, s, "Bayesian", {}, True),
+    "optuna-tpe+median": lambda p, s: OptunaArm(p, s, "median"),
+    "optuna-tpe+hyperband": lambda p, s: OptunaArm(p, s, "hyperband"),
+}
+
+
+# The simulated run: a clock in units of compute, ``parallel`` jobs at once.
+
+
+@dataclass
+class Trace:
+    """Best completed value against compute used, after each ended job."""
+
+    maximize: bool
+    points: list[tuple[float, float]] = field(default_factory=list)  # (compute, best)
+    best: float | None = None
+
+    def completed(self, compute: float, value: float) -> None:
+        if self.best is None or (value > self.best if self.maximize else value < self.best):
+            self.best = value
+            self.points.append((compute, value))
+
+    def best_at(self, compute: float) -> float | None:
+        hits = [b for c, b in self.points if c <= compute]
+        return hits[-1] if hits else None
+
+    def compute_to(self, target: float) -> float | None:
+        for c, b in self.points:
+            if (b >= target) if self.maximize else (b <= target):
+                return c
+        return None
+
+
+def simulate(problem: Problem, arm: Arm, budget: int, parallel: int) -> Trace:
+    trace = Trace(problem.maximize)
+    events: list[tuple[int, int, int]] = []  # (time of the step's report, job, step)
+    configs: dict[int, Config] = {}
+    compute, clock, exhausted = 0, 0, False
+    while True:
+        while len(configs) < parallel and compute < budget and not exhausted:
+            started = arm.start()
+            if started is None:
+                exhausted = True
+                break
+            job, config = started
+            configs[job] = config
+            heapq.heappush(events, (clock + 1, job, 1))
+        if not events or compute >= budget:
+            return trace
+        clock, job, step = heapq.heappop(events)
+        compute += 1
+        value = problem.curves.value(configs[job], step)
+        stop = arm.report(job, step, value)
+        if step == R:
+            del configs[job]
+            arm.end(job, True, value)
+            trace.completed(compute, value)
+        elif stop:
+            del configs[job]
+            arm.end(job, False, value)
+        else:
+            heapq.heappush(events, (clock + 1, job, step + 1))
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def run_problem(name: str, seeds: list[int], full_jobs: int, parallel: int) -> dict[str, Any]:
+    problem = PROBLEMS[name]()
+    budget = full_jobs * R
+    traces: dict[str, list[Trace]] = {arm: [] for arm in ARMS}
+    seconds: dict[str, float] = dict.fromkeys(ARMS, 0.0)
+    for seed in seeds:
+        for arm, make in ARMS.items():
+            began = time.perf_counter()
+            traces[arm].append(simulate(problem, make(problem, seed), budget, parallel))
+            seconds[arm] += time.perf_counter() - began
+    finals = [t.best for t in traces["random"] if t.best is not None]
+    target = statistics.median(finals)
+    rows = []
+    for arm, runs in traces.items():
+        reach = [t.compute_to(target) for t in runs]
+        reached = [r for r in reach if r is not None]
+        third = [b for t in runs if (b := t.best_at(budget / 3)) is not None]
+        full = [b for t in runs if (b := t.best_at(budget)) is not None]
+        # A seed that never reached the target counts as needing more than the budget.
+        to_target = median([r if r is not None else math.inf for r in reach])
+        rows.append(
+            {
+                "arm": arm,
+                "best_third": median(third),
+                "best_full": median(full),
+                "to_target": to_target,
+                "reached": len(reached),
+                "seconds": seconds[arm],
+            }
+        )
+    ours = [t.best_at(budget) for t in traces["hyperband-bayes"]]
+    optuna = [t.best_at(budget) for t in traces["optuna-tpe+hyperband"]]
+    wins = sum(
+        a is not None and (b is None or (a >= b if problem.maximize else a <= b))
+        for a, b in zip(ours, optuna, strict=True)
+    )
+    return {
+        "problem": name,
+        "maximize": problem.maximize,
+        "target": target,
+        "budget": budget,
+        "rows": rows,
+        "wins": wins,
+        "seeds": len(seeds),
+        "trained_steps": problem.curves.trained_steps,
+    }
+
+
+def print_result(result: dict[str, Any]) -> None:
+    b = result["budget"]
+    kind = "max" if result["maximize"] else "min"
+    print(
+        f"\n{result['problem']} ({kind}), budget B = {b} steps, target = random's median best "
+        f"{result['target']:.4f}; {result['trained_steps']} steps trained for all arms"
+    )
+    print(
+        f"{'arm':>22} {'best@B/3':>9} {'best@B':>8} {'to target (xB)':>15} "
+        f"{'reached':>8} {'sim s':>6}"
+    )
+    for r in result["rows"]:
+        to = "  > B" if math.isinf(r["to_target"]) else f"{r['to_target'] / b:.2f}"
+        third = "-" if r["best_third"] is None else f"{r['best_third']:.4f}"
+        full = "-" if r["best_full"] is None else f"{r['best_full']:.4f}"
+        print(
+            f"{r['arm']:>22} {third:>9} {full:>8} {to:>15} "
+            f"{r['reached']:>3}/{result['seeds']:<4} {r['seconds']:>6.1f}"
+        )
+    print(
+        f"hyperband-bayes >= optuna-tpe+hyperband at B in {result['wins']}/{result['seeds']} seeds"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--full-jobs", type=int, default=12, help="budget B in full-budget jobs")
+    parser.add_argument("--parallel", type=int, default=2, help="jobs running at once")
+    args = parser.parse_args()
+    print(
+        f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{time.strftime('%Y-%m-%d')}; seeds 0-{args.seeds - 1}, R = {R}, eta = 3, "
+        f"{args.parallel} jobs at once"
+    )
+    with threadpool_limits(1):
+        for name in args.problems:
+            print_result(run_problem(name, list(range(args.seeds)), args.full_jobs, args.parallel))
+
+
+if __name__ == "__main__":
+    main()
