@@ -52,6 +52,41 @@ def stopped_step(job_record) -> int | None:
     return int(reason[len(prefix) :]) if reason.startswith(prefix) else None
 
 
+def expected_median_stops(jobs, epochs: int, min_jobs: int = 3) -> dict[str, int]:
+    """Where the median rule (warm-up 1 step) stops jobs run one at a time on flat curves.
+
+    A job's running average is its x, so job i is stopped at the first step k >= 2 where its x
+    is below the median x of the earlier jobs that reported step k (at least ``min_jobs``; a
+    stopped job reported steps up to the one it was stopped at).
+    """
+    expected: dict[str, int] = {}
+    reached: list[int] = []
+    for i, j in enumerate(jobs):
+        x, reached_i = j.hyperparameters["x"], epochs
+        for k in range(2, epochs + 1):
+            others = [jobs[e].hyperparameters["x"] for e in range(i) if reached[e] >= k]
+            if len(others) >= min_jobs and x < statistics.median(others):
+                expected[j.name], reached_i = k, k
+                break
+        reached.append(reached_i)
+    return expected
+
+
+def check_median_outcome(jobs, epochs: int) -> dict[str, int]:
+    """Statuses, reasons and objectives of sequential jobs under the median rule; returns the
+    jobs stopped and their steps."""
+    expected = expected_median_stops(jobs, epochs)
+    assert expected, "the seed should give at least one job to stop"
+    assert {j.name: stopped_step(j) for j in jobs if j.status is TrainingStatus.STOPPED} == expected
+    for j in jobs:
+        if j.name in expected:
+            assert j.failure_reason == f"early stopping at step {expected[j.name]}"
+            assert j.objective == pytest.approx(j.hyperparameters["x"], abs=1e-6)  # last value
+        else:
+            assert j.status is TrainingStatus.COMPLETED, j.failure_reason
+    return expected
+
+
 def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_path, sqlite_url):
     tuner = HyperparameterTuner(
         job(tmp_path, epochs=12),
@@ -70,29 +105,10 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
     tuner.fit()
     jobs = tuner.training_jobs()
     assert len(jobs) == 8  # stopped jobs count towards max_jobs, not max_failed_jobs
-    # Flat curves: a job's running average is its x. One job at a time, job i is stopped at the
-    # first step k >= 2 where its x is below the median x of the earlier jobs that reported
-    # step k (at least 3; a stopped job reported steps up to the one it was stopped at).
-    expected: dict[str, int] = {}
-    reached: list[int] = []
-    for i, j in enumerate(jobs):
-        x, reached_i = j.hyperparameters["x"], 12
-        for k in range(2, 13):
-            others = [jobs[e].hyperparameters["x"] for e in range(i) if reached[e] >= k]
-            if len(others) >= 3 and x < statistics.median(others):
-                expected[j.name], reached_i = k, k
-                break
-        reached.append(reached_i)
-    assert expected, "the seed should give at least one job to stop"
-    stopped = {j.name: stopped_step(j) for j in jobs if j.status is TrainingStatus.STOPPED}
-    assert stopped == expected
+    stopped = check_median_outcome(jobs, epochs=12)
     for j in jobs:
         if j.name in stopped:
-            assert j.failure_reason == f"early stopping at step {expected[j.name]}"
-            assert j.objective == pytest.approx(j.hyperparameters["x"], abs=1e-6)  # last value
             assert (Path(j.workdir) / "output" / "terminated").exists()  # SIGTERM, not SIGKILL
-        else:
-            assert j.status is TrainingStatus.COMPLETED
         assert not any(alive(pid) for pid in pids(j))  # no orphans
     description = tuner.describe()
     assert description["status"] == "Completed"

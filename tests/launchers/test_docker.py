@@ -4,6 +4,7 @@ whole tuning job run in containers."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,44 @@ def test_a_container_gets_its_thread_share_and_the_shared_folder(launcher, tmp_p
     assert status.exit_code == 0, log
     assert log.split() == ["1", "1"]  # cpus=0.5: one thread
     assert (shared / "cache.bin").read_text() == "compiled"
+
+
+def test_early_stopping_stops_containers(tmp_path, docker_host, docker_image):
+    import docker
+
+    from tests.test_early_stopping import CURVE, check_median_outcome
+    from tuner.launchers.docker import LABEL
+
+    tuner = HyperparameterTuner(
+        job_definition={
+            "launcher": "docker",
+            "image": docker_image,
+            "docker_host": docker_host,
+            "network": "none",
+            "command": [PYTHON, str(CURVE)],
+            "static_hyperparameters": {"epochs": 12, "step_sleep": 0.3},
+            "working_directory": str(CURVE.parent),
+            "output_path": str(tmp_path / "runs"),
+            "grace_period": 2.0,
+        },
+        objective_metric_name="accuracy",
+        hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
+        metric_definitions=[{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_jobs=7,
+        random_seed=0,
+        early_stopping_type="Auto",
+        storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    stopped = check_median_outcome(jobs, epochs=12)
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        for j in jobs:
+            left = client.containers.list(all=True, filters={"label": f"{LABEL}={j.name}"})
+            assert left == [], f"{j.name} left a container behind"
+            if j.name in stopped:
+                assert (Path(j.workdir) / "output" / "terminated").exists()  # got SIGTERM
+    finally:
+        client.close()

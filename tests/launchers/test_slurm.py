@@ -250,3 +250,23 @@ def test_slurm_text_helpers():
     assert record["JobId"] == "7" and record["Command"] == "/x.sh --lr 0.1"
     with pytest.raises(Exception, match="slurm_options must be long sbatch options"):
         SlurmLauncher(sbatch_options=["-p debug"])
+
+
+def test_early_stopping_cancels_slurm_jobs(tmp_path, sqlite_url):
+    from tests.test_early_stopping import CURVE, check_median_outcome
+
+    d = definition(
+        tmp_path,
+        "median",
+        command=[sys.executable, str(CURVE)],
+        job={"static_hyperparameters": {"epochs": 12, "step_sleep": 0.3}, "grace_period": 2.0},
+        metric_definitions=[{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}],
+        max_jobs=7,
+        early_stopping_type="Auto",
+    )
+    store = Store(sqlite_url)
+    run(d, store)
+    jobs = store.list_training_jobs("median")
+    check_median_outcome(jobs, epochs=12)
+    queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True)
+    assert not set(queue.stdout.split()) & {j.name for j in jobs}  # none left running
