@@ -209,3 +209,26 @@ def test_missing_files_and_names_are_clear_errors(tmp_path):
     (tmp_path / "broken.yaml").write_text("max_jobs: [\n")
     result = tuner(tmp_path, "run", "broken.yaml")
     assert result.returncode == 2 and "is not valid YAML" in result.stderr
+
+
+def test_run_with_hyperband_shows_jobs_stopped_early(tmp_path):
+    curve = Path(__file__).parent / "jobs" / "curve_train.py"
+    data = definition(
+        tmp_path,
+        strategy="Hyperband",
+        strategy_config={"min_resource": 1, "max_resource": 9},
+        max_jobs=6,
+        metric_definitions=[{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}],
+        hyperparameter_ranges={"x": {"type": "continuous", "min_value": 0.0, "max_value": 1.0}},
+        job_definition={
+            "command": [sys.executable, str(curve)],
+            "static_hyperparameters": {"epochs": 9, "step_sleep": 0.1},
+            "output_path": str(tmp_path / "runs"),
+        },
+    )
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "hb")
+    assert result.returncode == 0, result.stderr
+    described = json.loads(tuner(tmp_path, "describe", "hb", "--json").stdout)
+    stopped = described["stopped_early"]
+    assert stopped == described["training_job_status_counters"]["Stopped"] >= 1
+    assert f"{stopped} stopped early" in result.stderr  # the progress bar

@@ -110,8 +110,14 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
         if j.name in stopped:
             assert (Path(j.workdir) / "output" / "terminated").exists()  # SIGTERM, not SIGKILL
         assert not any(alive(pid) for pid in pids(j))  # no orphans
+    frame = tuner.analytics().dataframe().set_index("TrainingJobName")
+    for j in jobs:  # steps run: all 12, or from the stop on (a line may land before SIGTERM)
+        steps = frame.loc[j.name, "StepsRun"]
+        assert steps == 12 if j.name not in stopped else stopped[j.name] <= steps < 12
     description = tuner.describe()
     assert description["status"] == "Completed"
+    assert description["early_stopping_type"] == "Auto"
+    assert description["stopped_early"] == len(stopped)
     assert description["training_job_status_counters"]["Stopped"] == len(stopped)
     assert description["training_job_status_counters"]["Failed"] == 0
 
