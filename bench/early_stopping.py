@@ -15,20 +15,23 @@ Learning curves are cached per configuration: a configuration is trained once, l
 as far as some arm asked (the model is kept and training resumed), deterministic for the
 configuration (fixed data split and training seed), and every arm that meets the configuration
 replays the same curve. Arms run in a simulated clock where a step costs one unit of compute
-(one epoch, four trees) and ``--parallel`` jobs run at once, each arm until it has used the
-compute of ``--full-jobs`` full-budget jobs (``B = full_jobs * R``); what a job reported before
-the budget ran out counts.
+(one epoch, four trees) and ``--parallel`` jobs run at once. The budget B is the compute of
+``--full-jobs`` full-budget jobs (``B = full_jobs * R``); each arm runs on to ``--horizon`` x B
+so that the compute an arm needs to reach a target can be measured beyond B.
 
 Arms: ``random`` (full budget), ``random+auto`` (median rule), ``hyperband`` (random sampler),
 ``hyperband-bayes`` (Bayesian sampler, BOHB-style), ``bayes`` (full budget), ``bayes+auto``,
 all through our public strategy and stopping modules (``tuner.strategies``, ``tuner.stopping``)
-the way the scheduler drives them; and Optuna's ``TPESampler`` with ``MedianPruner`` and with
+the way the scheduler drives them; ``asha`` and ``asha-bayes``, Hyperband with one bracket
+(``brackets: 1``), as extra arms; and Optuna's ``TPESampler`` with ``MedianPruner`` and with
 ``HyperbandPruner(min_resource=1, max_resource=R, reduction_factor=3)``, their defaults
 otherwise, on the same curves and seeds. Best values count completed (full-budget) jobs only.
 
-Prints per problem: median over seeds of the best at compute B/3 and B, the median compute to
-reach random's median best at B (the target) as a fraction of B, how many seeds reached it,
-and how often hyperband-bayes is at least as good as Optuna TPE + HyperbandPruner at B.
+Prints per problem: median over seeds of the best at compute B/3 and B; the median compute to
+reach random's median best at B (the target), as a fraction of B and as a ratio to random's own
+median compute to reach it (a seed that never did counts as infinite), and how many seeds
+reached it within the horizon; and in how many seeds hyperband-bayes is at least as good as
+Optuna TPE + HyperbandPruner at B.
 
     python bench/early_stopping.py [--problems digits boosting] [--seeds 10] [--parallel 2]
 """
@@ -280,6 +283,10 @@ ARMS: dict[str, Callable[[Problem, int], Arm]] = {
     "hyperband-bayes": lambda p, s: OursArm(
         p, s, "Hyperband", {**HYPERBAND, "sampler": "Bayesian"}, False
     ),
+    "asha": lambda p, s: OursArm(p, s, "Hyperband", {**HYPERBAND, "brackets": 1}, False),
+    "asha-bayes": lambda p, s: OursArm(
+        p, s, "Hyperband", {**HYPERBAND, "brackets": 1, "sampler": "Bayesian"}, False
+    ),
     "bayes": lambda p, s: OursArm(p, s, "Bayesian", {}, False),
     "bayes+auto": lambda p, s: OursArm(p, s, "Bayesian", {}, True),
     "optuna-tpe+median": lambda p, s: OptunaArm(p, s, "median"),
@@ -349,7 +356,9 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def run_problem(name: str, seeds: list[int], full_jobs: int, parallel: int) -> dict[str, Any]:
+def run_problem(
+    name: str, seeds: list[int], full_jobs: int, parallel: int, horizon: float
+) -> dict[str, Any]:
     problem = PROBLEMS[name]()
     budget = full_jobs * R
     traces: dict[str, list[Trace]] = {arm: [] for arm in ARMS}
@@ -357,13 +366,14 @@ def run_problem(name: str, seeds: list[int], full_jobs: int, parallel: int) -> d
     for seed in seeds:
         for arm, make in ARMS.items():
             began = time.perf_counter()
-            traces[arm].append(simulate(problem, make(problem, seed), budget, parallel))
+            run = simulate(problem, make(problem, seed), int(budget * horizon), parallel)
+            traces[arm].append(run)
             seconds[arm] += time.perf_counter() - began
-    finals = [t.best for t in traces["random"] if t.best is not None]
+    finals = [b for t in traces["random"] if (b := t.best_at(budget)) is not None]
     target = statistics.median(finals)
     rows = []
     for arm, runs in traces.items():
-        reach = [t.compute_to(target) for t in runs]
+        reach = [t.compute_to(target) for t in runs]  # within the horizon
         reached = [r for r in reach if r is not None]
         third = [b for t in runs if (b := t.best_at(budget / 3)) is not None]
         full = [b for t in runs if (b := t.best_at(budget)) is not None]
@@ -406,14 +416,17 @@ def print_result(result: dict[str, Any]) -> None:
     )
     print(
         f"{'arm':>22} {'best@B/3':>9} {'best@B':>8} {'to target (xB)':>15} "
-        f"{'reached':>8} {'sim s':>6}"
+        f"{'vs random':>10} {'reached':>8} {'sim s':>6}"
     )
+    reference = next(r["to_target"] for r in result["rows"] if r["arm"] == "random")
     for r in result["rows"]:
-        to = "  > B" if math.isinf(r["to_target"]) else f"{r['to_target'] / b:.2f}"
+        inf = math.isinf(r["to_target"])
+        to = "never" if inf else f"{r['to_target'] / b:.2f}"
+        ratio = "-" if inf or math.isinf(reference) else f"{r['to_target'] / reference:.2f}"
         third = "-" if r["best_third"] is None else f"{r['best_third']:.4f}"
         full = "-" if r["best_full"] is None else f"{r['best_full']:.4f}"
         print(
-            f"{r['arm']:>22} {third:>9} {full:>8} {to:>15} "
+            f"{r['arm']:>22} {third:>9} {full:>8} {to:>15} {ratio:>10} "
             f"{r['reached']:>3}/{result['seeds']:<4} {r['seconds']:>6.1f}"
         )
     print(
@@ -427,15 +440,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--full-jobs", type=int, default=12, help="budget B in full-budget jobs")
     parser.add_argument("--parallel", type=int, default=2, help="jobs running at once")
+    parser.add_argument("--horizon", type=float, default=2.0, help="run each arm to this x B")
     args = parser.parse_args()
     print(
         f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d')}; seeds 0-{args.seeds - 1}, R = {R}, eta = 3, "
-        f"{args.parallel} jobs at once"
+        f"{args.parallel} jobs at once, B = {args.full_jobs} full jobs, horizon {args.horizon} B"
     )
     with threadpool_limits(1):
         for name in args.problems:
-            print_result(run_problem(name, list(range(args.seeds)), args.full_jobs, args.parallel))
+            seeds = list(range(args.seeds))
+            print_result(run_problem(name, seeds, args.full_jobs, args.parallel, args.horizon))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
 from tuner.parameters import parameter_from_dict
 from tuner.space import SearchSpace
-from tuner.stopping import MedianStoppingRule, check_resources
+from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
 from tuner.strategies import strategy_name
 
@@ -170,13 +170,15 @@ class HyperbandConfig(_Strict):
     Each job trains with the static hyperparameter ``resource`` (default ``epochs``) set to
     ``max_resource`` (default: its static value) and reports the objective once per unit of
     resource; rungs sit at ``min_resource * reduction_factor**i``. ``sampler`` is ``Random``
-    or ``Bayesian`` (a GP on the highest rung with enough results, as BOHB).
+    or ``Bayesian`` (a GP on the highest rung with enough results, as BOHB). ``brackets``
+    keeps only the most aggressive brackets (1: ASHA); default all (Hyperband).
     """
 
     resource: str = "epochs"
     min_resource: int = Field(1, ge=1)
     max_resource: int | None = Field(None, ge=1)
     reduction_factor: int = Field(3, ge=2)
+    brackets: int | None = Field(None, ge=1)
     sampler: str = "Random"
 
 
@@ -274,7 +276,13 @@ class TuningJobDefinition(_Strict):
                 "with strategy='Hyperband', got 'Auto'"
             )
         config = self.hyperband()
-        check_resources(config.min_resource, config.max_resource or 0, config.reduction_factor)
+        HyperbandRungs(
+            self.maximize,
+            config.min_resource,
+            config.max_resource or 0,
+            config.reduction_factor,
+            config.brackets,
+        )
 
     def hyperband(self) -> HyperbandConfig:
         """The validated Hyperband config, ``max_resource`` filled in from the static value."""
@@ -329,6 +337,7 @@ class TuningJobDefinition(_Strict):
             "min_resource": config.min_resource,
             "max_resource": config.max_resource,
             "reduction_factor": config.reduction_factor,
+            "brackets": config.brackets,
             "sampler": config.sampler,
         }
 

@@ -151,3 +151,12 @@ def test_a_stopped_job_is_told_no_better_than_the_worst_full_result():
     assert told_value(0.1, 0.2, maximize=False) == 0.2
     assert told_value(0.4, None, maximize=True) == 0.4
     assert told_value(float("nan"), 0.2, maximize=True) is None
+
+
+def test_one_bracket_is_asha_and_brackets_are_checked():
+    rungs = HyperbandRungs(True, 1, 9, 3, brackets=1)
+    assert {rungs.bracket(n) for n in range(1, 30)} == {0}
+    assert rungs.report("a", 1, {}, 1, 0.5) is None
+    assert rungs.report("b", 2, {}, 1, 0.4) == "early stopping at step 1"
+    with pytest.raises(ValidationError, match=r"brackets must be within 1\.\.3 .* got 4"):
+        HyperbandRungs(True, 1, 9, 3, brackets=4)

@@ -6,7 +6,9 @@ resource (one line per epoch), so step k is resource k. With ``r = min_resource`
 (below R). Bracket s (0 <= s <= s_max = floor(log_eta(R / r))) judges jobs from rung s on; job
 number n belongs to the bracket at position n of a fixed cycle in which bracket s appears as
 often as Hyperband would sample it (``ceil((s_max + 1) / (s_max - s + 1) * eta**(s_max - s))``
-configurations), interleaved, so the assignment depends on the number alone.
+configurations), interleaved, so the assignment depends on the number alone. ``brackets``
+keeps only the most aggressive brackets (``brackets=1`` is ASHA: every job judged from the
+first rung); by default all ``s_max + 1`` are used, as Hyperband does.
 
 A job reaching one of its bracket's rungs is compared with every value recorded at that rung
 of its bracket (itself included, in arrival order): it goes on when it is among the best
@@ -47,6 +49,7 @@ class HyperbandRungs(StoppingRule):
         min_resource: int,
         max_resource: int,
         reduction_factor: int = DEFAULT_REDUCTION_FACTOR,
+        brackets: int | None = None,
     ) -> None:
         super().__init__(maximize)
         check_resources(min_resource, max_resource, reduction_factor)
@@ -56,7 +59,17 @@ class HyperbandRungs(StoppingRule):
         self.s_max = max_halvings(min_resource, max_resource, reduction_factor)
         self.rungs = [min_resource * reduction_factor**i for i in range(self.s_max + 1)]
         self.rungs = [r for r in self.rungs if r < max_resource]
-        self.cycle = bracket_cycle(self.s_max, reduction_factor)
+        if brackets is None:
+            brackets = self.s_max + 1
+        if isinstance(brackets, bool) or not isinstance(brackets, int):
+            raise ValidationError(f"brackets must be an integer, got {brackets!r}")
+        if not 1 <= brackets <= self.s_max + 1:
+            raise ValidationError(
+                f"brackets must be within 1..{self.s_max + 1} for min_resource={min_resource}, "
+                f"max_resource={max_resource}, reduction_factor={reduction_factor}, "
+                f"got {brackets}"
+            )
+        self.cycle = bracket_cycle(self.s_max, reduction_factor, brackets)
         self._values: dict[tuple[int, int], list[float]] = {}  # (bracket, rung) -> losses
         self.results: dict[int, list[RungResult]] = {}  # resource -> results there (all brackets)
 
@@ -103,10 +116,11 @@ def max_halvings(min_resource: int, max_resource: int, eta: int) -> int:
     return s
 
 
-def bracket_cycle(s_max: int, eta: int) -> list[int]:
-    """Bracket ids in sampling order: bracket s (first rung s) as often as Hyperband samples it."""
+def bracket_cycle(s_max: int, eta: int, brackets: int | None = None) -> list[int]:
+    """Bracket ids in sampling order: bracket s (first rung s) as often as Hyperband samples it;
+    only brackets ``0 .. brackets - 1`` when ``brackets`` is given."""
     slots: list[tuple[float, int]] = []
-    for s in range(s_max + 1):
+    for s in range(s_max + 1 if brackets is None else brackets):
         halvings = s_max - s
         count = math.ceil((s_max + 1) / (halvings + 1) * eta**halvings)
         slots += [((i + 0.5) / count, s) for i in range(count)]

@@ -33,6 +33,7 @@ class HyperbandStrategy(Strategy):
         min_resource: int = 1,
         max_resource: int = 27,
         reduction_factor: int = DEFAULT_REDUCTION_FACTOR,
+        brackets: int | None = None,
         sampler: str = "Random",
         min_points: int | None = None,
         random_fraction: float = 1 / 3,
@@ -46,7 +47,9 @@ class HyperbandStrategy(Strategy):
             raise ValidationError(f"min_points must be an integer >= 2, got {min_points!r}")
         if not 0 <= random_fraction <= 1:
             raise ValidationError(f"random_fraction must be within [0, 1], got {random_fraction!r}")
-        self.rungs = HyperbandRungs(maximize, min_resource, max_resource, reduction_factor)
+        self.rungs = HyperbandRungs(
+            maximize, min_resource, max_resource, reduction_factor, brackets
+        )
         self.sampler = sampler
         self.min_points = min_points
         self.random_fraction = random_fraction
