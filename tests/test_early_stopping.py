@@ -17,6 +17,7 @@ from tuner.errors import ValidationError
 from tuner.scheduler import Scheduler
 from tuner.stopping import HyperbandRungs
 from tuner.storage import Store
+from tuner.strategies import RandomStrategy
 
 CURVE = Path(__file__).parent / "jobs" / "curve_train.py"
 METRICS = [{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}]
@@ -120,6 +121,50 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
     assert description["stopped_early"] == len(stopped)
     assert description["training_job_status_counters"]["Stopped"] == len(stopped)
     assert description["training_job_status_counters"]["Failed"] == 0
+
+
+class RecordingRandom(RandomStrategy):
+    """Random search that remembers what it was told."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.told: list[tuple[float, float | None]] = []
+
+    def _observe(self, config, loss):
+        self.told.append((config["x"], None if loss is None else -loss))
+
+
+def test_a_stopped_job_is_told_no_better_than_the_worst_full_result(tmp_path, sqlite_url):
+    d = TuningJobDefinition.parse(
+        {
+            "name": "told",
+            "strategy": "Random",
+            "random_seed": 0,
+            "early_stopping_type": "Auto",
+            "objective_metric_name": "accuracy",
+            "metric_definitions": METRICS,
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job(tmp_path, epochs=12),
+            "max_jobs": 8,
+        }
+    )
+    store = Store(sqlite_url)
+    store.create_tuning_job("told", d.to_json())
+    strategy = RecordingRandom(d.space(), True, 0)
+    Scheduler(d, "told", store, strategy=strategy).run()
+    jobs = {round(j.hyperparameters["x"], 6): j for j in store.list_training_jobs("told")}
+    worst, clipped = None, 0
+    assert len(strategy.told) == 8
+    for x, value in strategy.told:  # in the order the jobs ended (one at a time)
+        j = jobs[round(x, 6)]
+        if j.status is TrainingStatus.COMPLETED:
+            assert value == j.objective
+            worst = value if worst is None else min(worst, value)
+        else:  # stopped early: its last value, made no better than the worst full result
+            assert j.failure_reason.startswith("early stopping at step")
+            assert value == pytest.approx(min(j.objective, worst))
+            clipped += value < j.objective
+    assert clipped >= 1, "the seed should stop a job whose last value beats the worst full one"
 
 
 def hyperband_definition(tmp_path: Path, **kw) -> TuningJobDefinition:

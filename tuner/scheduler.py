@@ -483,8 +483,8 @@ class Scheduler:
             if self._improves(job):
                 self.best = job
                 self.since_improvement = 0
-            if job.objective is not None and not self._improves_on(
-                job.objective, self.worst_completed, True
+            if job.objective is not None and self._improves_on(
+                job.objective, self.worst_completed, worst=True
             ):
                 self.worst_completed = job.objective
         elif job.status is TrainingStatus.FAILED:
