@@ -65,7 +65,7 @@ def test_create_watch_and_inspect_a_tuning_job(http):
     assert report["arms"][0]["best_overall"] == best["objective"]
     page = http.get("/tuning-jobs/api-job/report", params={"format": "html"})
     assert page.headers["content-type"].startswith("text/html")
-    assert page.text.count("data:image/png;base64,") == 3
+    assert page.text.count("data:image/png;base64,") == 4
 
 
 def test_logs_follow_streams_until_the_job_ends(http):

@@ -59,7 +59,7 @@ def test_report_renders_its_plots_in_chromium(tmp_path, sqlite_url, chromium):
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-plots-rendered="(\d+)"', dom.stdout)
     assert match is not None, "the page's load handler did not run"
-    assert match.group(1) == "3"  # every embedded plot decoded and laid out
+    assert match.group(1) == "4"  # every embedded plot decoded and laid out
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report-screenshot.png"
