@@ -132,7 +132,8 @@ BAD = [
     ({"hyperparameter_ranges": {}}, "at least one parameter"),
     (
         {"strategy": "Annealing"},
-        "strategy must be one of ['Bayesian', 'Grid', 'Hyperband', 'Random', 'TPE'], got 'Annealing'",
+        "strategy must be one of ['Bayesian', 'Grid', 'Hyperband', 'Random', 'TPE'], "
+        "got 'Annealing'",
     ),
     (
         {"max_parallel_jobs": 8, "max_jobs": 4},
