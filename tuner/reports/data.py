@@ -203,6 +203,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
     ]
     completed.sort(key=lambda rj: rj[1].objective or 0.0, reverse=maximize)
     ranges = first["hyperparameter_ranges"]
+    steps = {r.record.name: store.metric_counts(r.record.name, metric) for r in runs}
     return {
         "generated_at": time.time(),
         "objective": {"metric": metric, "type": kind},
@@ -243,6 +244,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "queued_seconds": j.queued_seconds,
                 "arm": run.arm,
                 "seed": run.record.definition.get("tags", {}).get("seed"),
+                "steps": steps[run.record.name].get(j.name, 0),
             }
             for run in runs
             for j in run.jobs

@@ -440,8 +440,12 @@ def jobs_frame(data: dict[str, Any]) -> pd.DataFrame:
 
     rows = data["training_jobs"]
     jobs = [training_job_from_dict({k: v for k, v in r.items() if k not in RUN_KEYS}) for r in rows]
+    steps = {r["name"]: r["steps"] for r in rows if "steps" in r}
     frame = TuningJobAnalytics(
-        list(data["hyperparameter_ranges"]), data["objective"]["metric"], lambda: jobs
+        list(data["hyperparameter_ranges"]),
+        data["objective"]["metric"],
+        lambda: jobs,
+        (lambda: steps) if len(steps) == len(rows) else None,
     ).dataframe()
     frame.insert(0, "Seed", [r.get("seed") for r in rows])
     frame.insert(0, "Arm", [r.get("arm") for r in rows])
@@ -449,4 +453,4 @@ def jobs_frame(data: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-RUN_KEYS = ("arm", "seed")
+RUN_KEYS = ("arm", "seed", "steps")
