@@ -1,7 +1,6 @@
 """Table-driven log parsing: each case is a log (bytes), the definitions, and what they yield."""
 
 import math
-
 import time
 
 import pytest
