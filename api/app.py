@@ -27,6 +27,7 @@ from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
+from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
@@ -130,7 +131,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.runs_dir,
         lease_seconds=settings.lease_seconds,
         scan_interval=settings.scan_interval,
-        allowed_programs=settings.allowed_programs,
+        policy=LaunchPolicy(
+            settings.allowed_programs, settings.allowed_images, settings.allowed_docker_hosts
+        ),
     )
 
     @asynccontextmanager

@@ -296,6 +296,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ["TUNER_RUNS_DIR"] = args.runs_dir
     if args.allow_program:
         os.environ["TUNER_ALLOWED_PROGRAMS"] = os.pathsep.join(args.allow_program)
+    if args.allow_image:
+        os.environ["TUNER_ALLOWED_IMAGES"] = os.pathsep.join(args.allow_image)
+    if args.allow_docker_host:
+        os.environ["TUNER_ALLOWED_DOCKER_HOSTS"] = " ".join(args.allow_docker_host)
     if args.lease_seconds is not None:
         os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
     if not os.environ.get("TUNER_API_TOKEN"):
@@ -366,6 +370,18 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="a program job definitions may run (repeat; default: any)",
+    )
+    serve.add_argument(
+        "--allow-image",
+        action="append",
+        default=[],
+        help="an image job definitions may run (repeat; default: any, none with --allow-program)",
+    )
+    serve.add_argument(
+        "--allow-docker-host",
+        action="append",
+        default=[],
+        help="a Docker engine (docker_host) job definitions may use (repeat; default: none)",
     )
     serve.add_argument("--lease-seconds", type=float, help="tuning-job lease (default 30)")
     serve.add_argument("--log-level", default="info")
