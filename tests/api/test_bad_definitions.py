@@ -255,8 +255,9 @@ def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Clie
     docker = {"launcher": "docker", "image": "evil:latest", "docker_host": "tcp://10.0.0.1:2375"}
     response = post(service, definition(name="docker-one", job_definition=docker))
     assert response.status_code == 400
-    assert "job_definition.image must be one of the images this service allows" in (
-        response.json()["detail"]
+    assert (
+        "job_definition.image must be one of the images this service allows"
+        in (response.json()["detail"])
     )
     assert "'evil:latest'" in response.json()["detail"]
 
