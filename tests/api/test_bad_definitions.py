@@ -184,7 +184,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     try:
         with client(server) as http:
             yield http
-            assert http.get("/tuning-jobs").json()["items"] == [], "something was stored"
+            stored = {job["name"] for job in http.get("/tuning-jobs").json()["items"]}
+            assert not stored & {"bad-one", "docker-one"}, "a refused definition was stored"
             assert http.get("/healthz").status_code == 200
     finally:
         server.stop()
@@ -272,3 +273,25 @@ def test_launch_policy_allows_what_the_operator_named() -> None:
     LaunchPolicy(images=["trainer:1"], docker_hosts=["tcp://127.0.0.1:2375"]).check(job)
     with pytest.raises(ValidationError, match="got 'trainer:1'"):
         LaunchPolicy(programs=["python"], docker_hosts=["tcp://127.0.0.1:2375"]).check(job)
+
+
+def test_healthz_answers_while_a_catastrophic_regex_parses_a_log(service: httpx.Client) -> None:
+    """``(a+)+$`` against long lines of ``a`` then ``!`` froze a backtracking service."""
+    import sys
+    import time
+
+    script = "for _ in range(50): print('a' * 100000 + '!', flush=True)\nprint('accuracy=0.5')"
+    body = definition(name="evil-regex", max_jobs=1, max_parallel_jobs=1)
+    body["job_definition"] = {"command": [sys.executable, "-c", script]}
+    body["metric_definitions"].append({"Name": "evil", "Regex": r"(a+)+$"})
+    assert post(service, body).status_code == 201
+    slowest, deadline = 0.0, time.monotonic() + 60
+    while service.get("/tuning-jobs/evil-regex").json()["status"] == "InProgress":
+        started = time.monotonic()
+        assert service.get("/healthz").status_code == 200
+        slowest = max(slowest, time.monotonic() - started)
+        assert time.monotonic() < deadline
+    done = service.get("/tuning-jobs/evil-regex").json()
+    assert done["status"] == "Completed", done
+    assert slowest < 2.0, f"/healthz took {slowest:.2f} s while the log was parsed"
+    service.post("/tuning-jobs/evil-regex/stop")
