@@ -39,11 +39,11 @@ case = sys.argv[sys.argv.index("--case") + 1]
 kind = case.split("-")[0]
 with open(os.path.join(os.environ["CHAOS_STARTS"], case), "a") as f:
     f.write("start\\n")
-time.sleep(1.5)
+time.sleep(2.0)
 if kind == "slow":
     time.sleep(60)
 if kind == "late":
-    time.sleep(1.5)
+    time.sleep(1.0)
 if kind != "nometric":
     print("score=%d" % (len(case) + sum(map(ord, case)) % 7), flush=True)
 sys.exit({"fail1": 1, "fail3": 3, "fail42": 42}.get(kind, 0))
@@ -110,7 +110,7 @@ def definition(script: Path, jobs: int) -> dict[str, Any]:
         "max_failed_jobs": jobs,
         "job_definition": {
             "command": [sys.executable, str(script)],
-            "max_runtime": 3,
+            "max_runtime": 5,
             "grace_period": 1,
         },
     }
@@ -132,7 +132,7 @@ def orphans(runs: Path) -> int:
 
 def run(database: str | None, folder: Path, jobs: int, kills: int, seed: int) -> dict[str, Any]:
     """One tuning job, SIGKILLed up to ``kills`` times, each at a random moment of the
-    service's life (0.2 to 2 s after it came back) while the tuning job runs; what a reference
+    service's life (0.1 to 1 s after it came back) while the tuning job runs; what a reference
     compares."""
     folder.mkdir(parents=True)
     runs, starts = folder / "runs", folder / "starts"
@@ -154,7 +154,7 @@ def run(database: str | None, folder: Path, jobs: int, kills: int, seed: int) ->
         created = http.post("/tuning-jobs", json=definition(script, jobs))
         assert created.status_code == 201, created.text
         started, last_beat, last_lease = time.monotonic(), time.monotonic(), None
-        up_since, pause, kills_done = started, rng.uniform(0.2, 2.0), 0
+        up_since, pause, kills_done = started, rng.uniform(0.1, 1.0), 0
         deadline = started + 60 + jobs * 6
         while time.monotonic() < deadline:
             with engine.connect() as c:
@@ -171,7 +171,7 @@ def run(database: str | None, folder: Path, jobs: int, kills: int, seed: int) ->
                 service.kill()
                 kills_done += 1
                 came_back += service.start()
-                up_since, pause = time.monotonic(), rng.uniform(0.2, 2.0)
+                up_since, pause = time.monotonic(), rng.uniform(0.1, 1.0)
             time.sleep(0.05)
         jobs_now = http.get("/tuning-jobs/chaos/training-jobs").json()
     finally:
