@@ -162,9 +162,9 @@ def run(database: str | None, folder: Path, jobs: int, kills: int, seed: int) ->
                     text("select status, lease_expires from tuning_jobs where name = 'chaos'")
                 ).one()
             now = time.monotonic()
+            longest_gap = max(longest_gap, now - last_beat)  # restarts included
             if row[1] != last_lease:
                 last_lease, last_beat = row[1], now
-            longest_gap = max(longest_gap, now - last_beat)
             if row[0] not in ("InProgress", "Stopping"):
                 break
             if kills_done < kills and now - up_since >= pause:  # a random moment of this life
