@@ -1,6 +1,7 @@
 """The REST service: create, watch and stop tuning jobs over HTTP.
 
-Every endpoint but ``/healthz`` needs ``Authorization: Bearer <token>`` (401 otherwise). Client
+Every endpoint but ``/healthz``, ``/openapi.json`` and ``/docs`` (which describe the API and
+hold no data) needs ``Authorization: Bearer <token>`` (401 otherwise). Client
 mistakes are answered with a 4xx whose ``detail`` names the field and the rule: 400 for a
 definition that breaks a rule, 404 for an unknown name, 413 for a body over the size limit,
 422 for a request of the wrong shape. Tuning jobs run in the background
@@ -27,6 +28,7 @@ from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
+from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
@@ -51,10 +53,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """ASGI middleware: answer 413 to a request body over ``limit`` bytes, read or declared."""
 
@@ -70,20 +68,27 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await self._refuse(send)
             return
+        # The body is read here, in full and up to the limit, before the app sees it: a body
+        # sent in chunks without Content-Length is refused with 413 as well (the app's own
+        # body parser would turn an error raised while it reads into a 400).
+        messages: list[Any] = []
         total = 0
-
-        async def limited() -> Any:
-            nonlocal total
+        while True:
             message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
             total += len(message.get("body", b""))
             if total > self.limit:
-                raise _TooLarge
-            return message
+                await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replay() -> Any:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send: Any) -> None:
         body = f'{{"detail":"request bodies are limited to {self.limit} bytes"}}'.encode()
@@ -130,7 +135,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.runs_dir,
         lease_seconds=settings.lease_seconds,
         scan_interval=settings.scan_interval,
-        allowed_programs=settings.allowed_programs,
+        policy=LaunchPolicy(
+            settings.allowed_programs, settings.allowed_images, settings.allowed_docker_hosts
+        ),
     )
 
     @asynccontextmanager

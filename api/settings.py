@@ -14,7 +14,9 @@ MAX_BODY_BYTES = 1 << 20
 @dataclass(frozen=True)
 class Settings:
     """``token``: the bearer token every endpoint but /healthz requires.
-    ``allowed_programs``: when set, the only programs a job definition may run."""
+    ``allowed_programs``: when set, the only programs a job definition may run;
+    ``allowed_images`` / ``allowed_docker_hosts``: the images and Docker engines it may use
+    (see ``tuner.launch_policy``: by default no ``docker_host``)."""
 
     token: str
     database_url: str = field(default_factory=default_url)
@@ -22,18 +24,25 @@ class Settings:
     lease_seconds: float = 30.0
     scan_interval: float = 1.0
     allowed_programs: tuple[str, ...] = ()
+    allowed_images: tuple[str, ...] = ()
+    allowed_docker_hosts: tuple[str, ...] = ()
     max_body_bytes: int = MAX_BODY_BYTES
 
     @classmethod
     def from_env(cls) -> Settings:
         """TUNER_API_TOKEN (generated when unset), TUNER_DATABASE_URL, TUNER_RUNS_DIR,
-        TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS (separated by os.pathsep)."""
+        TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS, TUNER_ALLOWED_IMAGES (both separated by
+        os.pathsep), TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: URLs hold ':')."""
         env = os.environ
         allowed = tuple(p for p in env.get("TUNER_ALLOWED_PROGRAMS", "").split(os.pathsep) if p)
+        images = tuple(p for p in env.get("TUNER_ALLOWED_IMAGES", "").split(os.pathsep) if p)
+        hosts = tuple(env.get("TUNER_ALLOWED_DOCKER_HOSTS", "").split())
         return cls(
             token=env.get("TUNER_API_TOKEN") or secrets.token_urlsafe(24),
             database_url=default_url(),
             runs_dir=env.get("TUNER_RUNS_DIR", "tuner-runs"),
             lease_seconds=float(env.get("TUNER_LEASE_SECONDS", "30")),
             allowed_programs=allowed,
+            allowed_images=images,
+            allowed_docker_hosts=hosts,
         )

@@ -1,6 +1,7 @@
 """Table-driven log parsing: each case is a log (bytes), the definitions, and what they yield."""
 
 import math
+import time
 
 import pytest
 
@@ -111,7 +112,9 @@ def test_unparsed_captures_are_reported():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"Name": "a", "Regex": "acc=(["}, "Regex of metric 'a' must compile, got 'acc=(['"),
+        ({"Name": "a", "Regex": "acc=(["}, "must be valid RE2 syntax (linear-time engine"),
+        ({"Name": "a", "Regex": r"(a)\1"}, "no backreferences, no lookaround), got '(a)\\\\1'"),
+        ({"Name": "a", "Regex": "(?=a)(b)"}, "invalid perl operator"),
         ({"Name": "a", "Regex": "acc=[0-9]+"}, "exactly one capture group, got 0"),
         ({"Name": "a", "Regex": "(a)=(b)"}, "exactly one capture group, got 2"),
         ({"Name": "", "Regex": "(a)"}, "non-empty Name"),
@@ -143,3 +146,13 @@ def test_objective_last_and_best():
     assert final_objective(pts, "other") is None
     assert math.isnan(final_objective(_points(0.5, math.nan), "m"))
     assert final_objective(_points(0.5, math.nan), "m", ObjectiveAggregation.BEST) == 0.5
+
+
+def test_catastrophic_regex_runs_in_linear_time():
+    """``(a+)+$`` on ``a...a!`` takes exponential time on a backtracking engine; RE2 is linear."""
+    slow = MetricDefinition("slow", r"(a+)+$")
+    line = b"a" * 100_000 + b"!\n"
+    started = time.perf_counter()
+    points, parser = parse_log(line * 10, [slow])
+    assert points == [] and parser.lines == 10
+    assert time.perf_counter() - started < 5  # a backtracking engine needs ~2**27 steps at 27 a's

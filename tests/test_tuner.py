@@ -119,7 +119,7 @@ def test_describe_before_fit_is_a_clear_error(tmp_path):
 BAD = [
     (
         {"metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=(["}]},
-        "metric_definitions: Regex of metric 'accuracy' must compile",
+        "metric_definitions: Regex of metric 'accuracy' must be valid RE2 syntax",
     ),
     (
         {"metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=[0-9]+"}]},

@@ -15,6 +15,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
 from tuner.errors import TunerError
-from tuner.metrics import final_objective, parse_log
+from tuner.metrics import MetricDefinition, final_objective, parse_log
 from tuner.progress import ProgressBar
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler
@@ -224,6 +225,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+SLOW_REGEX_SECONDS_PER_MB = 1.0
+
+
+def _regex_seconds(metric: MetricDefinition, data: bytes) -> float:
+    """Seconds one metric's regex alone takes over a whole log (RE2: linear in its size)."""
+    started = time.perf_counter()
+    parse_log(data, [metric])
+    return time.perf_counter() - started
+
+
 def cmd_check_metrics(args: argparse.Namespace) -> int:
     definition = TuningJobDefinition.load(args.config)
     try:
@@ -234,6 +245,12 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
     print(f"{args.log}: {parser.lines} lines, {len(points)} metric values")
     found_objective = False
     for metric in definition.metrics():
+        seconds = _regex_seconds(metric, data)
+        if seconds > SLOW_REGEX_SECONDS_PER_MB * max(1.0, len(data) / 1e6):
+            print(
+                f"  {metric.name}: regex {metric.regex!r} is slow: {seconds:.2f} s for this log "
+                f"(more than {SLOW_REGEX_SECONDS_PER_MB} s per MB); simplify it"
+            )
         values = [p.value for p in points if p.name == metric.name]
         marker = " (objective)" if metric.name == definition.objective_metric_name else ""
         if not values:
@@ -279,6 +296,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ["TUNER_RUNS_DIR"] = args.runs_dir
     if args.allow_program:
         os.environ["TUNER_ALLOWED_PROGRAMS"] = os.pathsep.join(args.allow_program)
+    if args.allow_image:
+        os.environ["TUNER_ALLOWED_IMAGES"] = os.pathsep.join(args.allow_image)
+    if args.allow_docker_host:
+        os.environ["TUNER_ALLOWED_DOCKER_HOSTS"] = " ".join(args.allow_docker_host)
     if args.lease_seconds is not None:
         os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
     if not os.environ.get("TUNER_API_TOKEN"):
@@ -349,6 +370,18 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="a program job definitions may run (repeat; default: any)",
+    )
+    serve.add_argument(
+        "--allow-image",
+        action="append",
+        default=[],
+        help="an image job definitions may run (repeat; default: any, none with --allow-program)",
+    )
+    serve.add_argument(
+        "--allow-docker-host",
+        action="append",
+        default=[],
+        help="a Docker engine (docker_host) job definitions may use (repeat; default: none)",
     )
     serve.add_argument("--lease-seconds", type=float, help="tuning-job lease (default 30)")
     serve.add_argument("--log-level", default="info")

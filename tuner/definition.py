@@ -24,14 +24,21 @@ from tuner.parameters import parameter_from_dict
 from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
-from tuner.strategies import strategy_name
+from tuner.strategies import make_strategy, strategy_name
 
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
 
 
+MAX_JOBS = 100_000
+MAX_SEED = 2**32 - 1
+MAX_RUNTIME_SECONDS = 10_000_000  # about 115 days
+MAX_GPUS_PER_JOB = 1024
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and +-Infinity are refused in every float field (JSON and YAML can spell both).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class JobDefinition(_Strict):
@@ -64,15 +71,15 @@ class JobDefinition(_Strict):
     image: str | None = None
     static_hyperparameters: dict[str, StaticValue] = Field(default_factory=dict)
     launcher: Literal["local", "docker", "slurm"] = "local"
-    gpus_per_job: float = Field(0, ge=0)
+    gpus_per_job: float = Field(0, ge=0, le=MAX_GPUS_PER_JOB)
     gpus: list[str | int] = Field(default_factory=list)
-    jobs_per_gpu: int = Field(1, ge=1)
-    max_runtime: float | None = Field(None, gt=0)
-    grace_period: float = Field(10.0, ge=0)
+    jobs_per_gpu: int = Field(1, ge=1, le=1024)
+    max_runtime: float | None = Field(None, gt=0, le=MAX_RUNTIME_SECONDS)
+    grace_period: float = Field(10.0, ge=0, le=3600)
     environment: dict[str, str] = Field(default_factory=dict)
     output_path: str = "tuner-runs"
     working_directory: str | None = None
-    cpus: float | None = Field(None, gt=0)
+    cpus: float | None = Field(None, gt=0, le=4096)
     memory: str | None = None
     network: str | None = None
     docker_host: str | None = None
@@ -212,12 +219,12 @@ class TuningJobDefinition(_Strict):
     early_stopping_options: EarlyStoppingOptions = Field(
         default_factory=lambda: EarlyStoppingOptions.model_validate({})
     )
-    max_jobs: int = Field(..., ge=1)
+    max_jobs: int = Field(..., ge=1, le=MAX_JOBS)
     max_parallel_jobs: int = Field(1, ge=1)
-    max_failed_jobs: int | None = Field(None, ge=1)
-    random_seed: int | None = None
+    max_failed_jobs: int | None = Field(None, ge=1, le=MAX_JOBS)
+    random_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     target_objective_value: float | None = None
-    max_jobs_without_improvement: int | None = Field(None, ge=1)
+    max_jobs_without_improvement: int | None = Field(None, ge=1, le=MAX_JOBS)
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("hyperparameter_ranges")
@@ -258,6 +265,11 @@ class TuningJobDefinition(_Strict):
                 f"a hyperparameter is either static or tuned, not both; got {sorted(both)} in both"
             )
         self._check_stopping()
+        # The strategy is built here, by the code that runs it, so that its options are
+        # checked (names, types, values, grid size) before anything is stored or started.
+        make_strategy(
+            self.strategy, self.space(), self.maximize, self.random_seed, self.strategy_arguments()
+        )
         return self
 
     def _check_stopping(self) -> None:

@@ -1,4 +1,4 @@
-"""Metric definitions and streaming log parsing (pure, stdlib only).
+"""Metric definitions and streaming log parsing (pure: stdlib plus the RE2 regex engine).
 
 A metric definition is ``{"Name": ..., "Regex": ...}`` as in SageMaker: the regex has exactly one
 capture group, whose text is read as a float (``nan``, ``inf`` and exponents included). Every
@@ -9,6 +9,15 @@ survives what real training logs contain: lines split across reads, carriage-ret
 bars (``\\r`` ends a line like ``\\n``), ANSI colour and cursor codes (removed before matching),
 invalid UTF-8 (replaced by U+FFFD), multibyte characters split across reads, and very long lines
 (cut into pieces of ``max_line_chars``; a match that straddles a cut is lost).
+
+Metric regexes run on RE2 (the ``google-re2`` package), not on ``re``: log lines come from
+training code the tuner does not control, and a backtracking engine lets one regex such as
+``(a+)+$`` spend minutes on one line, freezing the service and every other tuning job. RE2
+matches in time linear in the line, always, which is the only exception to "stdlib only" here:
+a time budget per match is not enforceable for ``re`` (it holds the GIL and cannot be
+interrupted from another thread), whereas RE2 needs no budget. The price is RE2's syntax:
+no backreferences (``\\1``) and no lookaround (``(?=...)``); such a regex is refused when the
+tuning job is created, with RE2's reason.
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import re2
+
 from tuner.errors import ValidationError
 
 ANSI_ESCAPE = re.compile(
@@ -31,6 +42,19 @@ ANSI_ESCAPE = re.compile(
 )
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 DEFAULT_MAX_LINE_CHARS = 64 * 1024
+MAX_REGEX_CHARS = 4096
+
+
+def compile_metric_regex(regex: str) -> Any:
+    """Compile with RE2 (linear-time matching); raise ``re2.error`` for what RE2 refuses."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(regex, options)
+
+
+def _reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
 
 
 class ObjectiveAggregation(StrEnum):
@@ -46,7 +70,7 @@ class MetricDefinition:
 
     name: str
     regex: str
-    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    pattern: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -55,11 +79,17 @@ class MetricDefinition:
             raise ValidationError(
                 f"metric {self.name!r} needs a non-empty Regex string, got {self.regex!r}"
             )
-        try:
-            pattern = re.compile(self.regex)
-        except re.error as exc:
+        if len(self.regex) > MAX_REGEX_CHARS or "\x00" in self.regex:
             raise ValidationError(
-                f"Regex of metric {self.name!r} must compile, got {self.regex!r}: {exc}"
+                f"Regex of metric {self.name!r} must be at most {MAX_REGEX_CHARS} characters "
+                f"without NUL bytes, got {self.regex!r:.100}"
+            )
+        try:
+            pattern = compile_metric_regex(self.regex)
+        except re2.error as exc:
+            raise ValidationError(
+                f"Regex of metric {self.name!r} must be valid RE2 syntax (linear-time engine: "
+                f"no backreferences, no lookaround), got {self.regex!r}: {_reason(exc)}"
             ) from None
         if pattern.groups != 1:
             raise ValidationError(

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from tuner.errors import ValidationError
 
 AUTO_LOG_RATIO = 100.0
+MAX_INTEGER_MAGNITUDE = 2**53  # every integer up to here is exact as a float (and in numpy)
 
 
 class ScalingType(StrEnum):
@@ -102,6 +103,12 @@ class ContinuousParameter:
             raise ValidationError(
                 f"min_value < max_value must hold, got min_value={lo:g}, max_value={hi:g}"
             )
+        if not math.isfinite(hi - lo):
+            # The width overflows to inf, and every sample would be max_value: refuse.
+            raise ValidationError(
+                "max_value - min_value must be a finite float (at most 1.7e308), "
+                f"got min_value={lo:g}, max_value={hi:g}"
+            )
         object.__setattr__(self, "min_value", lo)
         object.__setattr__(self, "max_value", hi)
         object.__setattr__(self, "scaling_type", _resolve_scaling(_scaling(scaling_type), lo, hi))
@@ -165,6 +172,10 @@ class IntegerParameter:
             whole_float = isinstance(v, float) and v.is_integer()
             if isinstance(v, bool) or not (isinstance(v, int) or whole_float):
                 raise ValidationError(f"{name} must be an integer, got {v!r}")
+            if abs(v) > MAX_INTEGER_MAGNITUDE:
+                raise ValidationError(
+                    f"{name} must lie within +-2**53 ({MAX_INTEGER_MAGNITUDE}), got {v!r:.40}"
+                )
         lo, hi = int(min_value), int(max_value)
         if not lo < hi:
             raise ValidationError(
@@ -230,40 +241,59 @@ class IntegerParameter:
 
 @dataclass(frozen=True, init=False)
 class CategoricalParameter:
-    """A choice among distinct values that keep their types (``[32, 64]`` stays integers)."""
+    """A choice among distinct values that keep their types (``[32, 64]`` stays integers).
+
+    Values are strings (without NUL bytes), finite numbers or booleans. Checking and looking
+    up values takes time linear in their number (a dict keyed by type and value).
+    """
 
     values: tuple[Any, ...]
+    _positions: dict[tuple[type, Any], int] = field(repr=False, compare=False)
 
     def __init__(self, values: Sequence[Any]) -> None:
         if isinstance(values, str | bytes) or not isinstance(values, Sequence):
             raise ValidationError(f"values must be a list of choices, got {values!r}")
         if len(values) == 0:
             raise ValidationError("values must hold at least one choice, got an empty list")
-        seen: list[Any] = []
-        for v in values:
+        positions: dict[tuple[type, Any], int] = {}
+        for i, v in enumerate(values):
             if not isinstance(v, str | int | float | bool):
                 raise ValidationError(
-                    f"categorical values must be strings, numbers or booleans, got {v!r}"
+                    f"categorical values must be strings, numbers or booleans, got {v!r:.80}"
                 )
-            if any(type(v) is type(s) and v == s for s in seen):
-                raise ValidationError(f"categorical values must be distinct, got {v!r} twice")
-            seen.append(v)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValidationError(f"categorical values must be finite numbers, got {v!r}")
+            if isinstance(v, str) and "\x00" in v:
+                raise ValidationError(f"categorical values cannot hold a NUL byte, got {v!r:.80}")
+            if positions.setdefault(_key(v), i) != i:
+                raise ValidationError(f"categorical values must be distinct, got {v!r:.80} twice")
         object.__setattr__(self, "values", tuple(values))
+        object.__setattr__(self, "_positions", positions)
 
     def index(self, value: Any) -> int:
-        for i, v in enumerate(self.values):
-            if type(v) is type(value) and v == value:
-                return i
-        raise ValidationError(f"{value!r} is not one of the choices {list(self.values)!r}")
+        try:
+            return self._positions[_key(value)]
+        except (KeyError, TypeError):
+            raise ValidationError(
+                f"{value!r:.80} is not one of the choices {list(self.values)!r:.200}"
+            ) from None
 
     def contains(self, value: Any) -> bool:
-        return any(type(v) is type(value) and v == value for v in self.values)
+        try:
+            return _key(value) in self._positions
+        except TypeError:  # unhashable
+            return False
 
     def grid(self, points: int) -> list[Any]:
         return list(self.values)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "categorical", "values": list(self.values)}
+
+
+def _key(value: Any) -> tuple[type, Any]:
+    """Values are one choice when type and value are equal (``1``, ``1.0``, ``True`` differ)."""
+    return (type(value), value)
 
 
 Parameter = ContinuousParameter | IntegerParameter | CategoricalParameter

@@ -439,7 +439,10 @@ class Scheduler:
         elif timed_out:
             outcome = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"
-        elif exit_code not in (0, None):  # None: a re-attached job, not our child
+        elif exit_code is None:  # never guessed: a launcher that cannot tell says None
+            outcome = TrainingStatus.FAILED
+            reason = f"its exit status could not be read after the tuner re-attached to it{last}"
+        elif exit_code != 0:
             outcome, reason = TrainingStatus.FAILED, f"exited with code {exit_code}{last}"
         elif objective is None:
             outcome = TrainingStatus.FAILED

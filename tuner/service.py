@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuner.definition import TuningJobDefinition
-from tuner.errors import ValidationError
+from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
 from tuner.storage import Store
@@ -35,12 +35,13 @@ class TuningService:
         lease_seconds: float = 30.0,
         scan_interval: float = 1.0,
         allowed_programs: Sequence[str] = (),
+        policy: LaunchPolicy | None = None,
     ) -> None:
         self.store = store
         self.runs_dir = Path(runs_dir).resolve()
         self.lease_seconds = lease_seconds
         self.scan_interval = scan_interval
-        self.allowed_programs = list(allowed_programs)
+        self.policy = policy or LaunchPolicy(programs=tuple(allowed_programs))
         self.owner = process_owner()
         self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
         self._lock = threading.Lock()
@@ -54,12 +55,7 @@ class TuningService:
 
     def submit(self, definition: TuningJobDefinition) -> TuningJob:
         """Validate, record and start a tuning job; its folders live under ``runs_dir``."""
-        argv = definition.job_definition.argv_prefix
-        if self.allowed_programs and argv and argv[0] not in self.allowed_programs:
-            raise ValidationError(
-                f"the program each job runs must be one of the programs this service allows "
-                f"{self.allowed_programs}, got {argv[0]!r}"
-            )
+        self.policy.check(definition.job_definition)
         name = definition.name or default_name()
         jd = definition.job_definition.model_copy(
             update={

@@ -33,6 +33,9 @@ Config = dict[str, Any]
 ROUND_TRIP_RTOL = 1e-12
 
 
+MAX_NAME_CHARS = 256
+
+
 class SearchSpace:
     """An ordered mapping of hyperparameter names to ranges, with its unit-cube encoding."""
 
@@ -45,10 +48,17 @@ class SearchSpace:
         self._slices: dict[str, slice] = {}
         start = 0
         for name, rng in ranges.items():
-            if not isinstance(name, str) or not name or name.startswith("-") or "=" in name:
+            if (
+                not isinstance(name, str)
+                or not name
+                or len(name) > MAX_NAME_CHARS
+                or name.startswith("-")
+                or "=" in name
+                or "\x00" in name
+            ):
                 raise ValidationError(
-                    "hyperparameter names must be non-empty strings that do not start with "
-                    f"'-' or contain '=', got {name!r}"
+                    f"hyperparameter names must be non-empty strings of at most {MAX_NAME_CHARS} "
+                    f"characters that do not start with '-' or contain '=' or NUL, got {name!r:.80}"
                 )
             if not isinstance(rng, ContinuousParameter | IntegerParameter | CategoricalParameter):
                 raise ValidationError(

@@ -80,3 +80,27 @@ def test_two_services_on_one_postgresql_never_run_a_job_twice(tmp_path, postgres
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_job_reattached_after_sigkill_that_exits_non_zero_is_failed(tmp_path, sqlite_url):
+    """Killed service, restarted: the job it re-attaches to exits 3 and is recorded Failed (3)."""
+    server = Server(sqlite_url, tmp_path / "runs", lease_seconds=2.0).start()
+    store = Store(sqlite_url)
+    try:
+        with client(server) as http:
+            body = definition("exit-three", sleep=1.0, max_jobs=1, max_parallel_jobs=1)
+            body["job_definition"]["static_hyperparameters"].update(epochs=3, exit_code=3)
+            assert http.post("/tuning-jobs", json=body).status_code == 201
+            deadline = time.monotonic() + 60
+            while not store.list_training_jobs("exit-three"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        server.kill()  # the job goes on, no longer anyone's child
+        server.start()
+        with client(server) as http:
+            wait_status(http, "exit-three", {"Completed", "Failed"}, timeout=90)
+        (job,) = store.list_training_jobs("exit-three")
+        assert job.status.value == "Failed", job.failure_reason
+        assert job.exit_code == 3 and "exited with code 3" in (job.failure_reason or "")
+    finally:
+        server.stop()

@@ -38,6 +38,13 @@ def test_every_endpoint_but_healthz_needs_the_token(server, method, path):
         assert response.headers["www-authenticate"] == "Bearer"
 
 
+def test_the_api_description_is_public_and_holds_no_data(server):
+    """/openapi.json and /docs describe the API (no tuning job, no token) and need no token."""
+    schema = httpx.get(f"{server.url}/openapi.json")
+    assert schema.status_code == 200 and "/tuning-jobs" in schema.json()["paths"]
+    assert httpx.get(f"{server.url}/docs").status_code == 200
+
+
 def test_create_watch_and_inspect_a_tuning_job(http):
     created = http.post("/tuning-jobs", json=definition())
     assert created.status_code == 201, created.text
@@ -283,6 +290,17 @@ def test_other_client_mistakes(http, server):
         headers={"content-type": "application/json"},
     )
     assert big.status_code == 413 and "limited to" in big.json()["detail"]
+
+    def chunks():  # no Content-Length: sent with Transfer-Encoding: chunked
+        yield b"{"
+        for _ in range(40):
+            yield b" " * 65536
+        yield b"}"
+
+    chunked = http.post(
+        "/tuning-jobs", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert chunked.status_code == 413 and "limited to" in chunked.json()["detail"]
     assert http.get("/reports/compare", params={"names": "a.b"}).status_code == 400
     # nothing that was recorded is lost by bad requests
     assert http.get("/healthz").status_code == 200

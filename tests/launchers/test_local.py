@@ -46,8 +46,24 @@ def test_recover_takes_a_job_that_ran_and_ended_meanwhile_as_ended(tmp_path):
     recovered = second.recover(job)
     assert recovered is not None and second.adopt(recovered, job)
     status = second.poll(recovered)
-    assert not status.running and status.exit_code is None
+    assert not status.running and status.exit_code == 0  # kept in the job's folder
     assert second.read_logs(recovered) == b"accuracy=0.9\n"
+
+
+def test_a_reattached_job_that_fails_keeps_its_exit_code(tmp_path):
+    """The tuner that started the job is gone; the job then exits with code 3 (or a signal)."""
+    for code, expected in (("raise SystemExit(3)", 3), ("import os; os.abort()", -6)):
+        job = spec(tmp_path / str(expected), f"import time; time.sleep(0.5); {code}")
+        first = LocalLauncher()
+        handle = first.start(job)
+        second = LocalLauncher()  # as after a restart: the job is not this process's child
+        assert second.adopt(handle, job)
+        deadline = time.monotonic() + 30
+        while (status := second.poll(handle)).running:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert status.exit_code == expected
+        assert first.poll(handle).exit_code == expected  # the wrapper ends as the job did
 
 
 def test_nothing_to_recover_for_a_job_never_started(tmp_path):

@@ -143,8 +143,12 @@ def test_grid_covers_the_grid_once():
         ("Bayesian", {"n_initial_points": 0}, "n_initial_points must be an integer >= 1"),
         ("Bayesian", {"lie": "cl_best"}, "lie must be one of"),
         ("Bayesian", {"engine": "botorch"}, "engine must be one of"),
-        ("Random", {"unknown": 1}, "bad strategy_options for Random"),
-        ("Grid", {"points_per_continuous": 0}, "points_per_continuous must be an integer >= 1"),
+        ("Random", {"unknown": 1}, "Random takes the options \\[\\], got an unknown option"),
+        ("Grid", {"points_per_continuous": 0}, "points_per_continuous must be an integer in 1"),
+        ("Grid", {"points_per_continuous": -1}, "points_per_continuous must be an integer in 1"),
+        ("Grid", {"points_per_continuous": 10**7}, "an integer in 1..1000000, got 10000000"),
+        ("Grid", {"points_per_contnuous": 3}, "unknown option 'points_per_contnuous'"),
+        ("Bayesian", {"engine": {"a": {"b": 1}}}, "engine must be a string, number, boolean"),
     ],
 )
 def test_bad_strategy_settings(name, options, message):
@@ -210,3 +214,10 @@ def test_the_optuna_engine_treats_resumed_jobs_as_running():
     for config in running + batch:
         strategy.tell(config, score(config))
     assert all(t.state.name == "COMPLETE" for t in study.trials)
+
+
+def test_grid_too_large_is_refused_before_it_is_built():
+    """Three ranges of 200 points would be 8,000,000 configurations: refused by counting."""
+    space = SearchSpace({n: ContinuousParameter(0, 1) for n in "abc"})
+    with pytest.raises(ValidationError, match="at most 1000000 configurations"):
+        make_strategy("Grid", space, options={"points_per_continuous": 200})

@@ -12,15 +12,19 @@ be resumed without running the job twice (``recover``); a tuner killed between s
 and writing that file is covered too: every job carries its folder in ``TUNER_LAUNCH_FOLDER``, by
 which ``recover`` finds it among the running processes, and a job that ran and ended meanwhile is
 known by its log. The folder of the tuner's own Python interpreter comes first on the job's PATH,
-so ``python`` in a command is the tuner's virtualenv, as if it were activated.
+so ``python`` in a command is the tuner's virtualenv, as if it were activated. Every job runs
+under ``exit_keeper.py``, which writes the job's exit status into ``<workdir>/exit_code``: a job
+re-attached after the tuner was killed is recorded with its real exit status, never guessed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ from typing import IO
 
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
+from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import local_cores, thread_env
 from tuner.launchers.tracked import (
@@ -40,6 +45,16 @@ from tuner.launchers.tracked import (
     with_interpreter_dir,
     write_atomically,
 )
+
+KEEPER = str(Path(__file__).with_name("exit_keeper.py"))
+
+
+def _resolve(program: str, cwd: Path, path: str) -> str | None:
+    """Where ``program`` is found as ``execvp`` would find it (relative to ``cwd``), or None."""
+    if "/" in program:
+        full = Path(cwd) / program
+        return str(full) if os.access(full, os.X_OK) and full.is_file() else None
+    return shutil.which(program, path=path)
 
 
 @dataclass
@@ -114,10 +129,19 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        program = _resolve(spec.argv[0], spec.cwd or spec.workdir, env["PATH"])
+        if program is None or any("\x00" in arg for arg in spec.argv):
+            self.slots.release(spec.name)
+            raise LaunchError(
+                f"cannot start {spec.argv[0]!r} for job {spec.name}: no such executable program "
+                "(or a NUL byte in an argument)"
+            )
+        with contextlib.suppress(FileNotFoundError):
+            (spec.workdir / EXIT_FILE).unlink()  # a status from an earlier start is not ours
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
         try:
             process = subprocess.Popen(
-                spec.argv,
+                [sys.executable, KEEPER, str(spec.workdir / EXIT_FILE), *spec.argv],
                 cwd=spec.cwd or spec.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -147,7 +171,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         """Watch a job that a LocalLauncher started before this process did (see base).
 
         A job that already ended is adopted too when its log is there (``poll`` then reports
-        the end at once, with an unknown exit code); without a log there is nothing to adopt.
+        the end at once, with the exit status the wrapper kept in the job's folder, or None
+        when there is none); without a log there is nothing to adopt.
         """
         try:
             kind, pid, ticks, _name = handle.split(":", 3)
@@ -202,6 +227,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             running = _alive(job.pid, job.ticks)
         if running:
             return self._still_running(job)
+        if code is None:  # not our child: the wrapper kept the status in the job's folder
+            code = read_exit_code(job.spec.workdir / EXIT_FILE)
         self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
         job.finished = True
         if job.log is not None:

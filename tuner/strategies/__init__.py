@@ -8,6 +8,7 @@ validating a strategy costs nothing, and the CLI's verbs that run none (``list``
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from tuner.errors import ValidationError
@@ -46,12 +47,47 @@ def make_strategy(
     seed: int | None = None,
     options: dict[str, Any] | None = None,
 ) -> Strategy:
-    """Build a strategy by name; ``options`` are its keyword arguments (validated)."""
+    """Build a strategy by name; ``options`` are its keyword arguments.
+
+    Each strategy declares its options as the keyword parameters of its constructor after
+    ``seed``; an unknown option, a value that is not a JSON scalar (string, number, boolean,
+    null) or a value the strategy refuses raises ``ValidationError`` naming the option, the
+    rule and the value. Definitions call this when they are parsed, so what would fail when
+    the tuning job starts fails before anything is stored.
+    """
     cls = strategy_class(name)
+    options = dict(options or {})
+    declared = option_names(cls)
+    for key, value in options.items():
+        if key not in declared:
+            raise ValidationError(
+                f"strategy_options: {cls.name} takes the options {sorted(declared)}, "
+                f"got an unknown option {key!r:.80}"
+            )
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise ValidationError(
+                f"strategy_options.{key} must be a string, number, boolean or null, "
+                f"got {type(value).__name__}"
+            )
     try:
-        return cls(space, maximize, seed, **(options or {}))
-    except TypeError as exc:
-        raise ValidationError(f"bad strategy_options for {cls.name}: {exc}") from None
+        return cls(space, maximize, seed, **options)
+    except ValidationError as exc:
+        raise ValidationError(f"strategy_options for {cls.name}: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValidationError(
+            f"strategy_options for {cls.name} must be accepted by the strategy, "
+            f"got {options!r:.200}: {exc}"
+        ) from None
+
+
+def option_names(cls: type[Strategy]) -> set[str]:
+    """The options a strategy declares: its constructor's keyword parameters after ``seed``."""
+    skip = {"self", "space", "maximize", "seed"}
+    return {
+        p.name
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name not in skip and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
 
 
 def __getattr__(attribute: str) -> Any:
@@ -71,6 +107,7 @@ __all__ = [
     "Strategy",
     "TPEStrategy",
     "make_strategy",
+    "option_names",
     "strategy_class",
     "strategy_name",
 ]

@@ -40,6 +40,8 @@ from tuner.strategies.gp import GPSearch
 
 LIE_STRATEGIES = ("cl_min", "cl_mean", "cl_max")
 ENGINES = ("native", "skopt", "optuna")
+MAX_DIMENSIONS = 1000
+ACQ_FUNCS = ("EI", "PI", "LCB", "gp_hedge")
 
 
 class BayesianStrategy(Strategy):
@@ -56,6 +58,13 @@ class BayesianStrategy(Strategy):
         engine: str = "native",
     ) -> None:
         super().__init__(space, maximize, seed)
+        if space.dimensions > MAX_DIMENSIONS:
+            # A Gaussian process over thousands of one-hot dimensions learns nothing and its
+            # set-up alone takes minutes: refused before anything is built.
+            raise ValidationError(
+                f"Bayesian search works in at most {MAX_DIMENSIONS} dimensions (a categorical "
+                f"range counts one per value), got {space.dimensions}; use Random or TPE"
+            )
         if n_initial_points is None:  # each engine's own default
             n_initial_points = 10 if engine == "optuna" else 5
         if not isinstance(n_initial_points, int) or n_initial_points < 1:
@@ -74,15 +83,21 @@ class BayesianStrategy(Strategy):
         self._repeats: dict[tuple[Any, ...], Any] = {}
         self.n_initial_points = n_initial_points
         self._backlog: list[tuple[list[float], float]] = []
-        self._optimizer = Optimizer(
-            dimensions=[(0.0, 1.0)] * space.dimensions,
-            base_estimator="GP",
-            n_initial_points=n_initial_points,
-            initial_point_generator="random",
-            acq_func=acq_func,
-            acq_optimizer="sampling",
-            random_state=int(self.rng.integers(2**31 - 1)),
-        )
+        if acq_func not in ACQ_FUNCS:
+            raise ValidationError(f"acq_func must be one of {ACQ_FUNCS}, got {acq_func!r}")
+        skopt_seed = int(self.rng.integers(2**31 - 1))  # drawn by every engine: same sequences
+        # skopt's optimizer takes seconds to set up in many dimensions: only built when used.
+        self._optimizer: Any = None
+        if engine == "skopt":
+            self._optimizer = Optimizer(
+                dimensions=[(0.0, 1.0)] * space.dimensions,
+                base_estimator="GP",
+                n_initial_points=n_initial_points,
+                initial_point_generator="random",
+                acq_func=acq_func,
+                acq_optimizer="sampling",
+                random_state=skopt_seed,
+            )
         self._native = GPSearch(
             space.dimensions,
             np.random.default_rng(self.rng.integers(2**63 - 1) if engine == "native" else 0),

@@ -9,7 +9,10 @@ grid) cover every range instead of the first values of the first parameter.
 
 from __future__ import annotations
 
+import math
+
 from tuner.errors import ValidationError
+from tuner.parameters import CategoricalParameter, IntegerParameter
 from tuner.space import Config, SearchSpace
 from tuner.strategies.base import Strategy
 
@@ -27,28 +30,52 @@ class GridStrategy(Strategy):
         points_per_continuous: int = 5,
     ) -> None:
         super().__init__(space, maximize, seed)
-        if not isinstance(points_per_continuous, int) or points_per_continuous < 1:
+        if (
+            isinstance(points_per_continuous, bool)
+            or not isinstance(points_per_continuous, int)
+            or not 1 <= points_per_continuous <= MAX_GRID_SIZE
+        ):
             raise ValidationError(
-                f"points_per_continuous must be an integer >= 1, got {points_per_continuous!r}"
+                f"points_per_continuous must be an integer in 1..{MAX_GRID_SIZE}, "
+                f"got {points_per_continuous!r}"
             )
-        size = 1
+        # Count before building anything: at most points_per_continuous values per range.
+        bound = 1
         for _, rng in space:
-            size *= len(rng.grid(points_per_continuous))
-        if size > MAX_GRID_SIZE:
-            raise ValidationError(
-                f"a grid may hold at most {MAX_GRID_SIZE} configurations, this one has {size}"
+            count = (
+                len(rng.values)
+                if isinstance(rng, CategoricalParameter)
+                else min(points_per_continuous, rng.size())
+                if isinstance(rng, IntegerParameter)
+                else points_per_continuous
             )
-        grid = space.grid(points_per_continuous)
-        order = self.rng.permutation(len(grid))
-        self._queue = [grid[i] for i in order]
+            bound *= count
+            if bound > MAX_GRID_SIZE:
+                raise ValidationError(
+                    f"a grid may hold at most {MAX_GRID_SIZE} configurations, this one has "
+                    f"more (points_per_continuous={points_per_continuous}, ranges {space.names})"
+                )
+        self._axes = [rng.grid(points_per_continuous) for _, rng in space]
+        size = math.prod(len(axis) for axis in self._axes)
+        # Configurations are decoded from their index only when asked for.
+        self._order = self.rng.permutation(size)
+        self._next = 0
+
+    def _config(self, index: int) -> Config:
+        values = []
+        for axis in reversed(self._axes):  # the last range varies fastest, as in itertools
+            index, position = divmod(index, len(axis))
+            values.append(axis[position])
+        return dict(zip(self.space.names, reversed(values), strict=True))
 
     def _propose(self, n: int) -> list[Config]:
         out: list[Config] = []
-        while self._queue and len(out) < n:
-            config = self._queue.pop(0)
+        while self._next < len(self._order) and len(out) < n:
+            config = self._config(int(self._order[self._next]))
+            self._next += 1
             if self.space.key(config) not in self._seen:
                 out.append(config)
-        if not self._queue:
+        if self._next >= len(self._order):
             self.exhausted = True
         return out
 

@@ -1,0 +1,297 @@
+"""Every door refuses the same bad definitions up front, naming field, rule and value.
+
+One table of bad definitions is fed to the Python API (``HyperparameterTuner.from_definition``),
+the YAML file of ``tuner run``, the REST service (our shape and, where the shape can say it,
+SageMaker's request shape), on a real uvicorn server. Each must be refused before anything is
+stored: the store and the service hold no tuning job afterwards.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.api.conftest import Server, client, definition
+from tuner import HyperparameterTuner, ValidationError
+from tuner.cli import main
+from tuner.storage import Store
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    def mutate(d: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = d
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+
+    return mutate
+
+
+def _range(name: str, spec: dict[str, Any]) -> Mutation:
+    def mutate(d: dict[str, Any]) -> None:
+        d["hyperparameter_ranges"] = {name: spec}
+
+    return mutate
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    for _ in range(depth):
+        node = {"a": node}
+    return node
+
+
+# (id, mutation, words the refusal must contain, expressible in SageMaker's shape)
+CASES: list[tuple[str, Mutation, list[str], bool]] = [
+    ("unknown-option", _set("strategy_options", {"bogus": 1}), ["unknown option 'bogus'"], False),
+    (
+        "bad-engine",
+        lambda d: d.update(strategy="Bayesian", strategy_options={"engine": "bogus"}),
+        ["engine must be one of", "'bogus'"],
+        False,
+    ),
+    (
+        "grid-points",
+        lambda d: d.update(strategy="Grid", strategy_options={"points_per_continuous": -1}),
+        ["points_per_continuous must be an integer in 1..1000000", "-1"],
+        False,
+    ),
+    (
+        "grid-huge",
+        lambda d: d.update(strategy="Grid", strategy_options={"points_per_continuous": 10**7}),
+        ["points_per_continuous", "10000000"],
+        False,
+    ),
+    (
+        "nested-options",
+        lambda d: d.update(strategy="Bayesian", strategy_options={"lie": _nested(300)}),
+        ["strategy_options.lie must be a string, number, boolean or null"],
+        False,
+    ),
+    ("seed", _set("random_seed", -1), ["random_seed", "greater than or equal to 0", "-1"], True),
+    (
+        "integer-huge",
+        _range("x", {"type": "integer", "min_value": -(10**400), "max_value": 10**400}),
+        ["min_value must lie within", "2**53"],
+        True,
+    ),
+    (
+        "categorical-nan",
+        _range("x", {"type": "categorical", "values": [1.0, math.nan]}),
+        ["categorical values must be finite", "nan"],
+        False,  # SageMaker's categorical values are strings
+    ),
+    (
+        "width-overflow",
+        _range("x", {"type": "continuous", "min_value": -1.7e308, "max_value": 1.7e308}),
+        ["max_value - min_value must be a finite float"],
+        True,
+    ),
+    (
+        "nul-name",
+        _range("x\x00y", {"type": "continuous", "min_value": 0, "max_value": 1}),
+        ["hyperparameter names", "NUL", "x\\x00y"],
+        True,
+    ),
+    (
+        "gpus-inf",
+        _set("job_definition.gpus_per_job", math.inf),
+        ["gpus_per_job", "finite number", "inf"],
+        False,
+    ),
+    (
+        "target-nan",
+        _set("target_objective_value", math.nan),
+        ["target_objective_value", "nan"],
+        True,
+    ),
+    ("max-jobs", _set("max_jobs", 10**9), ["max_jobs", "100000", "1000000000"], True),
+    (
+        "regex-backref",
+        _set("metric_definitions", [{"Name": "accuracy", "Regex": r"(a)\1"}]),
+        ["valid RE2 syntax", "backreferences"],
+        True,
+    ),
+]
+IDS = [c[0] for c in CASES]
+
+
+def bad(mutation: Mutation) -> dict[str, Any]:
+    d = copy.deepcopy(definition(name="bad-one"))
+    mutation(d)
+    return d
+
+
+def to_sagemaker(d: dict[str, Any]) -> dict[str, Any]:
+    """SageMaker's CreateHyperParameterTuningJob request for one of our definitions."""
+    ranges: dict[str, list[dict[str, Any]]] = {}
+    kinds = {"continuous": "ContinuousParameterRanges", "integer": "IntegerParameterRanges"}
+    for name, spec in d["hyperparameter_ranges"].items():
+        ranges.setdefault(kinds[spec["type"]], []).append(
+            {"Name": name, "MinValue": str(spec["min_value"]), "MaxValue": str(spec["max_value"])}
+        )
+    config: dict[str, Any] = {
+        "Strategy": d["strategy"],
+        "RandomSeed": d["random_seed"],
+        "HyperParameterTuningJobObjective": {
+            "Type": "Maximize",
+            "MetricName": d["objective_metric_name"],
+        },
+        "ResourceLimits": {
+            "MaxNumberOfTrainingJobs": d["max_jobs"],
+            "MaxParallelTrainingJobs": d["max_parallel_jobs"],
+        },
+        "ParameterRanges": ranges,
+    }
+    if "target_objective_value" in d:
+        config["TuningJobCompletionCriteria"] = {
+            "TargetObjectiveMetricValue": d["target_objective_value"]
+        }
+    return {
+        "HyperParameterTuningJobName": d["name"],
+        "HyperParameterTuningJobConfig": config,
+        "TrainingJobDefinition": {
+            "AlgorithmSpecification": {
+                "ContainerEntrypoint": d["job_definition"]["command"],
+                "MetricDefinitions": d["metric_definitions"],
+            },
+            "StaticHyperParameters": {"epochs": "2"},
+        },
+    }
+
+
+def post(http: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """POST as JSON that may spell NaN and Infinity, as Python's and JavaScript's encoders can."""
+    content = json.dumps(body, allow_nan=True)
+    return http.post("/tuning-jobs", content=content, headers={"content-type": "application/json"})
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    folder = tmp_path_factory.mktemp("bad-definitions")
+    server = Server(f"sqlite:///{folder / 'tuner.db'}", folder / "runs").start()
+    try:
+        with client(server) as http:
+            yield http
+            stored = {job["name"] for job in http.get("/tuning-jobs").json()["items"]}
+            assert not stored & {"bad-one", "docker-one"}, "a refused definition was stored"
+            assert http.get("/healthz").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_the_good_definition_is_accepted_by_the_python_door(tmp_path: Path) -> None:
+    tuner = HyperparameterTuner.from_definition(definition(), storage=f"sqlite:///{tmp_path}/t.db")
+    assert tuner is not None
+
+
+@pytest.mark.parametrize(("case", "mutation", "words", "sagemaker"), CASES, ids=IDS)
+def test_python_door(
+    tmp_path: Path, case: str, mutation: Mutation, words: list[str], sagemaker: bool
+) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuner.from_definition(bad(mutation), storage=url)
+    for word in words:
+        assert word in str(info.value)
+    assert Store(url).list_tuning_jobs() == []
+
+
+@pytest.mark.parametrize(("case", "mutation", "words", "sagemaker"), CASES, ids=IDS)
+def test_yaml_door(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    mutation: Mutation,
+    words: list[str],
+    sagemaker: bool,
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump(bad(mutation)))
+    url = f"sqlite:///{tmp_path}/t.db"
+    assert main(["--storage", url, "run", str(config), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    for word in words:
+        assert word in err
+    assert Store(url).list_tuning_jobs() == []
+
+
+@pytest.mark.parametrize(("case", "mutation", "words", "sagemaker"), CASES, ids=IDS)
+def test_rest_door(
+    service: httpx.Client, case: str, mutation: Mutation, words: list[str], sagemaker: bool
+) -> None:
+    response = post(service, bad(mutation))
+    assert response.status_code == 400, response.text
+    for word in words:
+        assert word in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("case", "mutation", "words", "sagemaker"),
+    [c for c in CASES if c[3]],
+    ids=[c[0] for c in CASES if c[3]],
+)
+def test_sagemaker_door(
+    service: httpx.Client, case: str, mutation: Mutation, words: list[str], sagemaker: bool
+) -> None:
+    response = post(service, to_sagemaker(bad(mutation)))
+    assert response.status_code == 400, response.text
+    detail = response.json()["detail"]
+    assert any(word in detail for word in words), detail
+
+
+def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Client) -> None:
+    """The test service allows one program and no image: Docker definitions are refused."""
+    docker = {"launcher": "docker", "image": "evil:latest", "docker_host": "tcp://10.0.0.1:2375"}
+    response = post(service, definition(name="docker-one", job_definition=docker))
+    assert response.status_code == 400
+    assert (
+        "job_definition.image must be one of the images this service allows"
+        in (response.json()["detail"])
+    )
+    assert "'evil:latest'" in response.json()["detail"]
+
+
+def test_launch_policy_allows_what_the_operator_named() -> None:
+    from tuner.definition import JobDefinition
+    from tuner.launch_policy import LaunchPolicy
+
+    job = JobDefinition(launcher="docker", image="trainer:1", docker_host="tcp://127.0.0.1:2375")
+    with pytest.raises(ValidationError, match="docker_host must be one of the Docker engines"):
+        LaunchPolicy().check(job)  # by default: any image, no engine of the client's choosing
+    LaunchPolicy(images=["trainer:1"], docker_hosts=["tcp://127.0.0.1:2375"]).check(job)
+    with pytest.raises(ValidationError, match="got 'trainer:1'"):
+        LaunchPolicy(programs=["python"], docker_hosts=["tcp://127.0.0.1:2375"]).check(job)
+
+
+def test_healthz_answers_while_a_catastrophic_regex_parses_a_log(service: httpx.Client) -> None:
+    """``(a+)+$`` against long lines of ``a`` then ``!`` froze a backtracking service."""
+    import sys
+    import time
+
+    script = "for _ in range(50): print('a' * 100000 + '!', flush=True)\nprint('accuracy=0.5')"
+    body = definition(name="evil-regex", max_jobs=1, max_parallel_jobs=1)
+    body["job_definition"] = {"command": [sys.executable, "-c", script]}
+    body["metric_definitions"].append({"Name": "evil", "Regex": r"(a+)+$"})
+    assert post(service, body).status_code == 201
+    slowest, deadline = 0.0, time.monotonic() + 60
+    while service.get("/tuning-jobs/evil-regex").json()["status"] == "InProgress":
+        started = time.monotonic()
+        assert service.get("/healthz").status_code == 200
+        slowest = max(slowest, time.monotonic() - started)
+        assert time.monotonic() < deadline
+    done = service.get("/tuning-jobs/evil-regex").json()
+    assert done["status"] == "Completed", done
+    assert slowest < 2.0, f"/healthz took {slowest:.2f} s while the log was parsed"
+    service.post("/tuning-jobs/evil-regex/stop")

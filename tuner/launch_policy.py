@@ -1,0 +1,46 @@
+"""What a service lets a submitted definition run: programs, images and Docker engines.
+
+A service takes definitions from clients it does not fully trust. ``LaunchPolicy.check`` refuses,
+with a ``ValidationError`` naming the field, the rule and the value:
+- a program (``argv[0]``) outside ``programs`` when that list is set;
+- an ``image`` outside ``images`` when that list is set, and any image when ``programs`` is set
+  but ``images`` is not (an operator who restricts programs has allowed no image yet);
+- a ``docker_host`` outside ``docker_hosts``: by default (empty list) a client cannot point
+  the service at a Docker engine of its choosing; jobs use the service's own engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tuner.definition import JobDefinition
+from tuner.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class LaunchPolicy:
+    programs: Sequence[str] = ()
+    images: Sequence[str] = ()
+    docker_hosts: Sequence[str] = ()
+
+    def check(self, job: JobDefinition) -> None:
+        """Raise ``ValidationError`` unless this policy allows what ``job`` would run."""
+        argv = job.argv_prefix
+        if self.programs and argv and argv[0] not in self.programs:
+            raise ValidationError(
+                f"job_definition.command: the program each job runs must be one of the programs "
+                f"this service allows {list(self.programs)}, got {argv[0]!r}"
+            )
+        restricted = bool(self.images or self.programs)
+        if job.image is not None and restricted and job.image not in self.images:
+            raise ValidationError(
+                f"job_definition.image must be one of the images this service allows "
+                f"{list(self.images)} (tuner serve --allow-image), got {job.image!r}"
+            )
+        if job.docker_host is not None and job.docker_host not in self.docker_hosts:
+            raise ValidationError(
+                f"job_definition.docker_host must be one of the Docker engines this service "
+                f"allows {list(self.docker_hosts)} (tuner serve --allow-docker-host; default: "
+                f"none, jobs use the service's own engine), got {job.docker_host!r}"
+            )
