@@ -56,8 +56,16 @@ def tuner(tmp_path: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
+    data = definition(tmp_path, max_jobs=1, max_parallel_jobs=1)
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "piped")
+    assert result.returncode == 0, result.stderr
+    assert "job/s" not in result.stderr and "1/1" not in result.stderr
+
+
 def test_run_list_describe_export(tmp_path):
-    result = tuner(tmp_path, "run", str(write(tmp_path, definition(tmp_path))), "--name", "cli-1")
+    spec = str(write(tmp_path, definition(tmp_path)))
+    result = tuner(tmp_path, "run", spec, "--name", "cli-1", "--progress")
     assert result.returncode == 0, result.stderr
     assert "Tuning job cli-1: Completed (all max_jobs=4 jobs ended)" in result.stdout
     assert "best: cli-1-00" in result.stdout
@@ -226,7 +234,7 @@ def test_run_with_hyperband_shows_jobs_stopped_early(tmp_path):
             "output_path": str(tmp_path / "runs"),
         },
     )
-    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "hb")
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "hb", "--progress")
     assert result.returncode == 0, result.stderr
     described = json.loads(tuner(tmp_path, "describe", "hb", "--json").stdout)
     stopped = described["stopped_early"]

@@ -25,7 +25,7 @@ from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
 from tuner.errors import TunerError
 from tuner.metrics import MetricDefinition, final_objective, parse_log
-from tuner.progress import ProgressBar
+from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
@@ -62,7 +62,7 @@ def _drive(
         definition.max_jobs,
         definition.objective_metric_name,
         definition.maximize,
-        not args.no_progress,
+        args.progress,
     )
 
     def on_ctrl_c(_signum: int, _frame: object) -> None:
@@ -160,6 +160,26 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> in
     return 1 if failed else 0
 
 
+def add_progress_flags(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress``; neither: a bar only when stderr is a terminal."""
+    flags = parser.add_mutually_exclusive_group()
+    flags.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_const",
+        const=True,
+        default=None,
+        help="show the progress bar even when stderr is not a terminal",
+    )
+    flags.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_const",
+        const=False,
+        help="no progress bar",
+    )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     spec = ComparisonSpec.load(args.spec)
     runs = len(spec.arms) * len(spec.seeds)
@@ -171,7 +191,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit="job", disable=args.no_progress, file=sys.stderr)
+    bar = tqdm(total=total, unit="job", disable=not wanted(args.progress), file=sys.stderr)
 
     def on_event(kind: str, job: TrainingJob) -> None:
         if kind == "ended":
@@ -333,7 +353,7 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a tuning job from a YAML definition")
     run.add_argument("config", help="tuning job definition (YAML)")
     run.add_argument("--name", help="name of the tuning job (default: generated)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flags(run)
     run.set_defaults(func=cmd_run)
 
     ls = sub.add_parser("list", help="list tuning jobs, newest first")
@@ -349,7 +369,7 @@ def parser() -> argparse.ArgumentParser:
         "resume", help="continue a tuning job whose process died (re-attaches to its jobs)"
     )
     resume.add_argument("name")
-    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flags(resume)
     resume.set_defaults(func=cmd_resume)
 
     stop = sub.add_parser("stop", help="stop a running tuning job (from any process)")
@@ -392,7 +412,7 @@ def parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("spec", help="comparison spec (YAML)")
     compare.add_argument("--report-dir", help="where the report goes")
-    compare.add_argument("--no-progress", action="store_true")
+    add_progress_flags(compare)
     compare.set_defaults(func=cmd_compare)
 
     rep = sub.add_parser("report", help="compare tuning jobs that exist (HTML, Markdown, JSON)")
