@@ -5,6 +5,11 @@
 # test and lint tools). --no-compile: Python compiles the modules a program imports when it
 # first imports them, instead of pip compiling every module of every package up front (half
 # the install time and 150 MB of the core install).
+# Without bytecode caches every process re-compiles what it imports (sklearn and scipy: about
+# 4 s of each training job), so Python must be allowed to write them even where the shell sets
+# PYTHONDONTWRITEBYTECODE (this machine does): the empty value lets it.
+export PYTHONDONTWRITEBYTECODE :=
+
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CORE := $(VENV)/.installed-core
