@@ -33,7 +33,13 @@ median compute to reach it (a seed that never did counts as infinite), and how m
 reached it within the horizon; and in how many seeds hyperband-bayes is at least as good as
 Optuna TPE + HyperbandPruner at B.
 
+``--fidelity N`` prints instead what every rung-based rule rests on: N random configurations
+trained to R, and per rung r the rank correlation (Spearman) of the values at r with those at R,
+and how many of the configurations in the best tenth at R are in the best 1/eta at r (the share
+that one cut of successive halving at r keeps; a random cut keeps 1/eta of them).
+
     python bench/early_stopping.py [--problems digits boosting] [--seeds 10] [--parallel 2]
+    python bench/early_stopping.py --fidelity 200
 """
 
 from __future__ import annotations
@@ -434,6 +440,33 @@ def print_result(result: dict[str, Any]) -> None:
     )
 
 
+def fidelity(name: str, n: int, eta: int = 3) -> None:
+    """Print how well each rung ranks configurations as R does (see the module docstring)."""
+    from scipy.stats import spearmanr
+
+    problem = PROBLEMS[name]()
+    space = SearchSpace(problem.space)
+    configs = [space.decode(u) for u in space.sample(np.random.default_rng(0), n)]
+    sign = -1.0 if problem.maximize else 1.0
+    losses = np.array(
+        [[sign * problem.curves.value(c, k) for k in range(1, R + 1)] for c in configs]
+    )
+    best_tenth = losses[:, R - 1] <= np.quantile(losses[:, R - 1], 0.1)
+    print(
+        f"\n{name}: {n} random configurations trained to R = {R}, "
+        f"{best_tenth.sum()} in the best tenth there"
+    )
+    print(f"{'rung':>5} {'Spearman':>9} {'best tenth kept by a 1/' + str(eta) + ' cut':>28}")
+    rung = 1
+    while rung < R:
+        at = losses[:, rung - 1]
+        kept = at <= np.quantile(at, 1 / eta)
+        rho = spearmanr(at, losses[:, R - 1]).statistic
+        share = (kept & best_tenth).sum() / best_tenth.sum()
+        print(f"{rung:>5} {rho:>9.3f} {share:>28.2f}")
+        rung *= eta
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
@@ -441,6 +474,9 @@ def main() -> None:
     parser.add_argument("--full-jobs", type=int, default=12, help="budget B in full-budget jobs")
     parser.add_argument("--parallel", type=int, default=2, help="jobs running at once")
     parser.add_argument("--horizon", type=float, default=2.0, help="run each arm to this x B")
+    parser.add_argument(
+        "--fidelity", type=int, metavar="N", help="rank agreement of rungs with R on N configs"
+    )
     args = parser.parse_args()
     print(
         f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -448,6 +484,10 @@ def main() -> None:
         f"{args.parallel} jobs at once, B = {args.full_jobs} full jobs, horizon {args.horizon} B"
     )
     with threadpool_limits(1):
+        if args.fidelity:
+            for name in args.problems:
+                fidelity(name, args.fidelity)
+            return
         for name in args.problems:
             seeds = list(range(args.seeds))
             print_result(run_problem(name, seeds, args.full_jobs, args.parallel, args.horizon))
