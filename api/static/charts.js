@@ -52,8 +52,9 @@ export function scale(kind, values, r0, r1, categories = null) {
     hi = Math.log10(hi);
   }
   if (hi === lo) {
-    hi += 0.5;
-    lo -= 0.5;
+    const half = Math.abs(lo) * 0.05 || 0.5;
+    hi += half;
+    lo -= half;
   }
   const pad = (hi - lo) * 0.04;
   lo -= pad;

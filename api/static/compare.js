@@ -53,7 +53,7 @@ function table() {
     el("td", { className: "num" }, fmtNumber(a.best_overall)),
     el("td", { className: "num" }, fmtNumber(a.jobs_to_best_median)),
     el("td", { className: "num" }, fmtSeconds(a.wall_seconds_median)),
-    el("td", { className: "num" }, `${fmtNumber(a.compute_hours, 3)} ${a.compute_unit}`),
+    el("td", { className: "num" }, `${fmtSeconds(a.compute_hours * 3600)} (${a.compute_unit.replace("-hours", "")})`),
     el("td", { className: "num" }, a.completed),
     el("td", { className: "num" }, a.failed),
     el("td", { className: "num" }, a.stopped),

@@ -49,8 +49,8 @@ function counters(d) {
   setText("c-wall", fmtSeconds(end - d.created_at));
   setText("c-wall-sub", d.ended_at ? "ended " + fmtTime(d.ended_at) : "running");
   const compute = d.curve.compute_seconds.length ? d.curve.compute_seconds.at(-1) : 0;
-  setText("c-compute", fmtNumber(compute / 3600, 3) + " h");
-  setText("c-compute-sub", `${d.compute_unit}-hours of ended jobs`);
+  setText("c-compute", fmtSeconds(compute));
+  setText("c-compute-sub", `${d.compute_unit} time of ended jobs`);
 }
 
 function header(d) {
