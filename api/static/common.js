@@ -103,17 +103,22 @@ export function nav(here) {
   document.body.prepend(bar);
 }
 
-/** Run ``tick`` now and then every ``ms`` while ``keepGoing()`` holds; never two at once. */
+/**
+ * Run ``tick`` now and again ``ms`` after each run ends (a number, or a function of how long
+ * the run took) while ``keepGoing()`` holds; never two at once.
+ */
 export function poll(tick, ms, keepGoing = () => true) {
   let timer = null;
   let stopped = false;
   const run = async () => {
+    const began = performance.now();
     try {
       await tick();
     } catch (err) {
       showError(err);
     }
-    if (!stopped && keepGoing()) timer = setTimeout(run, ms);
+    const wait = typeof ms === "function" ? ms(performance.now() - began) : ms;
+    if (!stopped && keepGoing()) timer = setTimeout(run, wait);
   };
   run();
   return () => {

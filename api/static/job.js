@@ -217,6 +217,7 @@ async function refresh() {
     document.body.dataset.sinceScriptMs = Math.round(performance.now() - started);
     document.body.dataset.loaded = "1";
   }
+  document.body.dataset.refreshMs = Math.round(performance.now() - t0);
   document.body.dataset.status = d.status;
 }
 
@@ -289,4 +290,5 @@ window.addEventListener("resize", () => {
   clearTimeout(resizing);
   resizing = setTimeout(() => state.data && draw(true), 200);
 });
-poll(refresh, REFRESH_MS, () => !isTerminal());
+// Every 2 s, or less often when a refresh is slow (a large tuning job on a busy service).
+poll(refresh, (took) => Math.max(REFRESH_MS, 3 * took), () => !isTerminal());
