@@ -62,7 +62,8 @@ export function scale(kind, values, r0, r1, categories = null) {
   const t = kind === "log" ? (v) => Math.log10(v) : (v) => v;
   const f = (v) => r0 + ((t(v) - lo) / (hi - lo)) * (r1 - r0);
   f.ticks = (count = 5) => {
-    const step = niceStep(hi - lo, count);
+    const step = kind === "log" ? Math.max(1, Math.round(niceStep(hi - lo, count))) :
+      niceStep(hi - lo, count);
     const out = [];
     for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-12; v += step) {
       const value = kind === "log" ? Math.pow(10, v) : v;

@@ -50,7 +50,7 @@ function counters(d) {
   setText("c-wall-sub", d.ended_at ? "ended " + fmtTime(d.ended_at) : "running");
   const compute = d.curve.compute_seconds.length ? d.curve.compute_seconds.at(-1) : 0;
   setText("c-compute", fmtSeconds(compute));
-  setText("c-compute-sub", `${d.compute_unit} time of ended jobs`);
+  setText("c-compute-sub", `${d.compute_unit}, ended jobs`);
 }
 
 function header(d) {
