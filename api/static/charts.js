@@ -62,8 +62,9 @@ export function scale(kind, values, r0, r1, categories = null) {
   const t = kind === "log" ? (v) => Math.log10(v) : (v) => v;
   const f = (v) => r0 + ((t(v) - lo) / (hi - lo)) * (r1 - r0);
   f.ticks = (count = 5) => {
-    const step = kind === "log" ? Math.max(1, Math.round(niceStep(hi - lo, count))) :
+    let step = kind === "log" ? Math.max(1, Math.round(niceStep(hi - lo, count))) :
       niceStep(hi - lo, count);
+    if (f.integers) step = Math.max(1, step);
     const out = [];
     for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-12; v += step) {
       const value = kind === "log" ? Math.pow(10, v) : v;
@@ -128,7 +129,7 @@ function frame(width, height) {
 
 /**
  * Lines (and dots): series = [{x: [...], y: [...], color, step, dots, width}]; nulls are gaps.
- * Options: xLabel, yLabel, height, xKind ("linear" | "log").
+ * Options: xLabel, yLabel, height, xKind ("linear" | "log"), xIntegers (ticks at whole numbers).
  */
 export function lineChart(canvas, series, options = {}) {
   const { ctx, width, height } = prepare(canvas, options.height || 260);
@@ -142,6 +143,7 @@ export function lineChart(canvas, series, options = {}) {
     return false;
   }
   const xs = scale(options.xKind || "linear", [min(allX), max(allX)], box.left, box.right);
+  if (options.xIntegers) xs.integers = true;
   const ys = scale("linear", [min(allY), max(allY)], box.bottom, box.top);
   axes(ctx, box, xs, ys, options.xLabel || "", options.yLabel || "");
   ctx.save();
@@ -202,8 +204,8 @@ export function scatter(canvas, x, y, options = {}) {
   const kx = options.xKind || "linear";
   const xv = keep.map((i) => x[i]);
   const yv = keep.map((i) => y[i]);
-  const xs = scale(kx, kx === "category" ? xv : [min(xv), max(xv)], box.left, box.right,
-    options.categories);
+  const xs = scale(kx, kx === "category" ? xv : options.domain || [min(xv), max(xv)], box.left,
+    box.right, options.categories);
   const ys = scale("linear", [min(yv), max(yv)], box.bottom, box.top);
   axes(ctx, box, xs, ys, options.xLabel || "", options.yLabel || "");
   const lo = min(yv);
@@ -221,7 +223,7 @@ export function scatter(canvas, x, y, options = {}) {
 }
 
 /**
- * Parallel coordinates: axes = [{name, values, kind, categories}], one line per index;
+ * Parallel coordinates: axes = [{name, values, kind, categories, domain}], one line per index;
  * ``score`` (0 worst .. 1 best, null to leave a line out) colours the lines, best on top.
  */
 export function parallel(canvas, axesList, score, options = {}) {
@@ -233,8 +235,9 @@ export function parallel(canvas, axesList, score, options = {}) {
   const step = (right - left) / Math.max(1, axesList.length - 1);
   const scales = axesList.map((a) => {
     const vals = a.values.filter((v) => v !== null);
-    return scale(a.kind || "linear", a.kind === "category" ? vals : [min(vals), max(vals)],
-      bottom, top, a.categories);
+    const domain = a.domain || [min(vals), max(vals)];
+    return scale(a.kind || "linear", a.kind === "category" ? vals : domain, bottom, top,
+      a.categories);
   });
   const order = [];
   for (let i = 0; i < score.length; i++) if (score[i] !== null) order.push(i);

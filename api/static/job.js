@@ -93,7 +93,12 @@ function bestChart(d) {
   const labels = { jobs: "training jobs ended", seconds: "seconds since the tuning job began",
     compute_seconds: `${d.compute_unit} training-seconds` };
   lineChart($("best"), series, { xLabel: labels[key], yLabel: d.objective.metric || "objective",
-    height: 280 });
+    height: 280, xIntegers: key === "jobs" });
+}
+
+/** A numeric range's [min_value, max_value] (the axis spans the search space), else null. */
+function domainOf(range) {
+  return range.type === "categorical" ? null : [range.min_value, range.max_value];
 }
 
 function kindOf(range) {
@@ -124,6 +129,7 @@ function hyperCharts(d) {
     const range = d.hyperparameter_ranges[p];
     scatter(canvas, cols.hyperparameters[p], y, {
       xKind: kindOf(range), categories: range.values ? range.values.map(String) : null,
+      domain: domainOf(range),
       xLabel: p + (range.scaling_type === "Logarithmic" ? " (log)" : ""),
       yLabel: d.objective.metric, maximize: maximize(),
     });
@@ -134,7 +140,7 @@ function parallelChart(d) {
   const cols = d.columns;
   const score = scoreOf(d);
   const axes = Object.entries(d.hyperparameter_ranges).map(([p, range]) => ({
-    name: p, values: cols.hyperparameters[p], kind: kindOf(range),
+    name: p, values: cols.hyperparameters[p], kind: kindOf(range), domain: domainOf(range),
     categories: range.values ? range.values.map(String) : null,
   }));
   axes.push({ name: d.objective.metric, values: cols.objective.map((v, i) => (score[i] === null ? null : v)) });
