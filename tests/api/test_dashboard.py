@@ -4,13 +4,16 @@ report and describe."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 import time
 
 import httpx
 import pytest
+from starlette.requests import Request
 
-from api.dashboard import STATIC
+from api.dashboard import STATIC, Trials, compact_json
 from tests.api.conftest import definition, wait_status
 
 DATA_ENDPOINTS = [
@@ -147,3 +150,35 @@ def test_compare_gives_the_reports_figures_and_statuses(http):
     bad = http.get("/dashboard/compare", params={"names": ["../etc"]})
     assert bad.status_code == 400 and "names must match" in bad.json()["detail"]
     assert http.get("/dashboard/compare", params={"names": ["nope"]}).status_code == 404
+
+
+def test_large_trials_travel_gzipped_to_clients_that_accept_it():
+    n = 5000
+    data = {
+        "name": "big",
+        "status": "InProgress",
+        "status_reason": None,
+        "strategy": "Random",
+        "objective": {"metric": "accuracy", "type": "Maximize"},
+        "limits": {"max_jobs": n, "max_parallel_jobs": 8},
+        "created_at": 0.0,
+        "ended_at": None,
+        "now": 1.0,
+        "training_job_status_counters": {"Completed": n},
+        "stopped_early": 0,
+        "failure_reasons": [],
+        "best_training_job": None,
+        "consumed_seconds": 1.0,
+        "compute_unit": "CPU",
+        "hyperparameter_ranges": {},
+        "curve": {"jobs": list(range(n)), "best": [0.5] * n},
+        "columns": {"number": list(range(n)), "objective": [float("inf")] + [0.25] * (n - 1)},
+    }
+    accepts = Request({"type": "http", "headers": [(b"accept-encoding", b"gzip, deflate")]})
+    packed = compact_json(Trials, data, accepts)
+    plain = compact_json(Trials, data, Request({"type": "http", "headers": []}))
+    assert packed.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert gzip.decompress(packed.body) == plain.body
+    assert len(plain.body) > 3 * len(packed.body)
+    body = json.loads(plain.body)  # strict JSON: infinity travels as null, as FastAPI sends it
+    assert body["columns"]["objective"][:2] == [None, 0.25]
