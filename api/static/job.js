@@ -9,10 +9,14 @@ const ROWS = 50;
 const REFRESH_MS = 2000;
 const LOG_MS = 1000;
 const LOG_START = -65536; // the last 64 KiB of a long log first
+const LOG_KEEP = 2_000_000; // characters of log kept in the page
 const TERMINAL = new Set(["Completed", "Stopped", "Failed"]);
 const name = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
-const state = { data: null, drawn: null, rowsKey: null, page: 0, log: null, logRun: 0, stopArmed: null };
+const state = {
+  data: null, drawn: null, rowsKey: null, page: 0, log: null, logRun: 0, stopArmed: null,
+  missing: false,
+};
 const started = performance.now();
 
 function isTerminal() {
@@ -207,7 +211,13 @@ function draw(force = false) {
 
 async function refresh() {
   const t0 = performance.now();
-  const d = await api(`/tuning-jobs/${encodeURIComponent(name)}/trials`);
+  let d;
+  try {
+    d = await api(`/tuning-jobs/${encodeURIComponent(name)}/trials`);
+  } catch (err) {
+    state.missing = err.message.startsWith("404");  // no such tuning job: stop asking
+    throw err;
+  }
   const t1 = performance.now();
   clearError();
   state.data = d;
@@ -250,6 +260,9 @@ async function follow(job) {
     if (offset < 0 && chunk.offset > 0) pre.append(`… (the first ${chunk.offset} bytes are left out)\n`);
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     if (chunk.text) pre.append(chunk.text);
+    if (pre.textContent.length > LOG_KEEP) {  // keep the page light: drop the oldest output
+      pre.textContent = "… (earlier output dropped)\n" + pre.textContent.slice(-LOG_KEEP / 2);
+    }
     if (atBottom) pre.scrollTop = pre.scrollHeight;
     offset = chunk.next_offset;
     const done = chunk.ended && chunk.next_offset >= chunk.size;
@@ -297,4 +310,4 @@ window.addEventListener("resize", () => {
   resizing = setTimeout(() => state.data && draw(true), 200);
 });
 // Every 2 s, or less often when a refresh is slow (a large tuning job on a busy service).
-poll(refresh, (took) => Math.max(REFRESH_MS, 3 * took), () => !isTerminal());
+poll(refresh, (took) => Math.max(REFRESH_MS, 3 * took), () => !isTerminal() && !state.missing);

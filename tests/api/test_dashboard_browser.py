@@ -94,6 +94,11 @@ def screenshot(driver: Any, name: str) -> Path:
     return path
 
 
+def script_errors(driver: Any) -> list[str]:
+    """Errors the pages' scripts raised (failed requests, such as a 401, are left out)."""
+    return [e["message"] for e in driver.get_log("browser") if e.get("source") == "javascript"]
+
+
 def test_watch_follow_a_log_and_stop_a_running_tuning_job(server, http, browser):
     from selenium.webdriver.common.by import By
 
@@ -137,6 +142,7 @@ def test_watch_follow_a_log_and_stop_a_running_tuning_job(server, http, browser)
     assert not browser.find_element(By.ID, "stop").is_enabled()
     assert wait_status(http, "live", {"Stopped"})["status"] == "Stopped"
     screenshot(browser, "dashboard-tuning-job-stopped.png")
+    assert script_errors(browser) == []
 
 
 def test_list_login_and_compare_pages(server, http, browser):
@@ -182,6 +188,10 @@ def test_list_login_and_compare_pages(server, http, browser):
     assert arms == {"cmp-random", "cmp-other"}
     assert len(browser.find_elements(By.CSS_SELECTOR, "#arms tr")) == 2
     screenshot(browser, "dashboard-compare.png")
+
+    browser.get(f"{server.url}/ui/tuning-jobs/no-such-job")
+    until(browser, lambda d: "404" in text(d, "error"), "the page to say the job is unknown")
+    assert script_errors(browser) == []
 
     browser.find_element(By.ID, "logout").click()
     until(browser, lambda d: "/ui/login" in d.current_url, "the login page after logging out")
