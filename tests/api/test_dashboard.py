@@ -112,9 +112,14 @@ def test_trials_agree_with_the_report_and_describe(http):
 def test_log_chunks_follow_a_running_job(http):
     http.post("/tuning-jobs", json=definition("logs", sleep=3.0, max_jobs=1, max_parallel_jobs=1))
     deadline = time.monotonic() + 30
+    while not http.get("/tuning-jobs/logs/training-jobs").json():  # recorded, maybe not started
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     offset, text, chunks = 0, "", 0
     while True:
-        chunk = http.get("/training-jobs/logs-001/log-chunk", params={"offset": offset}).json()
+        response = http.get("/training-jobs/logs-001/log-chunk", params={"offset": offset})
+        assert response.status_code == 200, response.text
+        chunk = response.json()
         assert chunk["offset"] == offset
         text += chunk["text"]
         chunks += bool(chunk["text"])
