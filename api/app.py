@@ -1,7 +1,8 @@
 """The REST service: create, watch and stop tuning jobs over HTTP.
 
 Every endpoint but ``/healthz``, ``/openapi.json`` and ``/docs`` (which describe the API and
-hold no data) needs ``Authorization: Bearer <token>`` (401 otherwise). Client
+hold no data) and the dashboard's page shells under ``/ui`` (static files without data, see
+``api.dashboard``) needs ``Authorization: Bearer <token>`` (401 otherwise). Client
 mistakes are answered with a 4xx whose ``detail`` names the field and the rule: 400 for a
 definition that breaks a rule, 404 for an unknown name, 413 for a body over the size limit,
 422 for a request of the wrong shape. Tuning jobs run in the background
@@ -24,6 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Str
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api import schemas
+from api.dashboard import add_pages, data_router
 from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
@@ -318,4 +320,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return HTMLResponse(render_html(data, "Comparison")) if format == "html" else data
 
     app.include_router(api)
+    app.include_router(
+        data_router(store, TUNING_NAME, TRAINING_NAME),
+        dependencies=[Depends(authorize)],
+        responses=ERRORS,
+    )
+    add_pages(app)
     return app

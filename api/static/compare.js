@@ -1,0 +1,96 @@
+// Compare tuning jobs: the comparison report's best-so-far curves and arm table, live.
+
+import { api, badge, el, fmtNumber, fmtSeconds, nav, poll, clearError } from "./common.js";
+import { PALETTE, lineChart } from "./charts.js";
+
+const TERMINAL = new Set(["Completed", "Stopped", "Failed"]);
+const $ = (id) => document.getElementById(id);
+const chosen = new Set(new URLSearchParams(location.search).getAll("names"));
+let data = null;
+
+async function pickList() {
+  const q = new URLSearchParams({ limit: 200 });
+  if ($("filter").value.trim()) q.set("name", $("filter").value.trim());
+  const page = await api("/dashboard/tuning-jobs?" + q);
+  $("picklist").replaceChildren(...page.items.map((job) => el("label", {},
+    el("input", {
+      type: "checkbox", checked: chosen.has(job.name), value: job.name,
+      onchange: (e) => (e.target.checked ? chosen.add(job.name) : chosen.delete(job.name)),
+    }),
+    el("span", {}, job.name), badge(job.status),
+    el("span", { className: "muted" }, `${job.strategy} · ${job.objective.type} ${job.objective.metric}`
+      + (job.best_objective !== null ? ` · best ${fmtNumber(job.best_objective)}` : "")),
+  )));
+}
+
+function draw() {
+  const key = $("curve-x").value;
+  const arms = data.arms.map((a) => a.arm);
+  const series = [];
+  for (const [k, arm] of arms.entries()) {
+    for (const run of data.curves[arm]) {
+      series.push({ x: run.map((p) => p[key]), y: run.map((p) => p.best), step: true,
+        color: PALETTE[k % PALETTE.length], width: 2 });
+    }
+  }
+  const labels = { jobs: "training jobs ended", seconds: "seconds since each run began",
+    compute_seconds: "training-seconds" };
+  lineChart($("curves"), series, { xLabel: labels[key], yLabel: data.objective.metric, height: 320 });
+  $("legend").replaceChildren(...arms.map((arm, k) => {
+    const swatch = el("i");
+    swatch.style.background = PALETTE[k % PALETTE.length];
+    return el("span", { dataset: { arm } }, swatch, arm);
+  }));
+}
+
+function table() {
+  $("arms").replaceChildren(...data.arms.map((a) => el("tr", {},
+    el("td", {}, a.arm), el("td", {}, a.strategy || "–"),
+    el("td", {}, ...a.runs.map((r) => el("span", {},
+      el("a", { href: "/ui/tuning-jobs/" + encodeURIComponent(r) }, r), " ",
+      badge(data.statuses[r]), " "))),
+    el("td", { className: "num" }, fmtNumber(a.best_median)),
+    el("td", { className: "num" }, fmtNumber(a.best_overall)),
+    el("td", { className: "num" }, fmtNumber(a.jobs_to_best_median)),
+    el("td", { className: "num" }, fmtSeconds(a.wall_seconds_median)),
+    el("td", { className: "num" }, `${fmtSeconds(a.compute_hours * 3600)} (${a.compute_unit.replace("-hours", "")})`),
+    el("td", { className: "num" }, a.completed),
+    el("td", { className: "num" }, a.failed),
+    el("td", { className: "num" }, a.stopped),
+  )));
+}
+
+async function refresh() {
+  const q = new URLSearchParams();
+  for (const n of chosen) q.append("names", n);
+  data = await api("/dashboard/compare?" + q);
+  clearError();
+  $("result").classList.remove("hidden");
+  draw();
+  table();
+  $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  document.body.dataset.loaded = "1";
+}
+
+function live() {
+  return data !== null && Object.values(data.statuses).some((s) => !TERMINAL.has(s));
+}
+
+nav("compare");
+let cancel = null;
+let typing = null;
+$("filter").addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(pickList, 250);
+});
+$("apply").addEventListener("click", () => {
+  const q = new URLSearchParams();
+  for (const n of chosen) q.append("names", n);
+  history.replaceState(null, "", "/ui/compare?" + q);
+  if (cancel) cancel();
+  data = null;
+  if (chosen.size) cancel = poll(refresh, 5000, live);
+});
+$("curve-x").addEventListener("change", () => data && draw());
+poll(pickList, 0, () => false);
+if (chosen.size) cancel = poll(refresh, 5000, live);

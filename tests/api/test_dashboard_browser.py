@@ -1,0 +1,199 @@
+"""The dashboard in headless Chromium driven by Selenium (Debian's chromium and chromium-driver),
+against a real ``tuner serve`` running training jobs that print a metric line a second: log in,
+watch the counters change, follow a log, press Stop, compare. Screenshots are kept in
+test-artifacts/ for people to look at."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import TOKEN, definition, wait_status
+from tests.conftest import skip_or_fail
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+WAIT = 60
+NONE = "\u2013"  # what the pages show for a value not known yet (an en dash)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if chromium is None or driver_path is None:
+        skip_or_fail("chromium or chromedriver is missing (apt-get install chromium-driver)")
+    if importlib.util.find_spec("selenium") is None:
+        skip_or_fail("selenium is not installed (the dev extra)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    profile = tempfile.mkdtemp(prefix="tuner-chromium-")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1300,1500",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    # An explicit driver: Selenium Manager would otherwise try to download one.
+    driver = webdriver.Chrome(service=Service(str(driver_path)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def until(driver: Any, check: Callable[[Any], Any], what: str, timeout: float = WAIT) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, 0.2, [StaleElementReferenceException]).until(check)
+    except TimeoutException:
+        raise AssertionError(f"timed out waiting for {what} on {driver.current_url}") from None
+
+
+def text(driver: Any, element_id: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.ID, element_id).text)
+
+
+def log_in(driver: Any, url: str, token: str = TOKEN) -> None:
+    """Open ``url``; no token yet, so the login page comes first and then leads back."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    until(driver, lambda d: "/ui/login" in d.current_url, "the login page")
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.ID, "submit").click()
+
+
+def screenshot(driver: Any, name: str) -> Path:
+    from matplotlib.image import imread
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    driver.save_screenshot(str(path))
+    assert imread(path).std() > 0.05  # not a blank page
+    return path
+
+
+def script_errors(driver: Any) -> list[str]:
+    """Errors the pages' scripts raised (failed requests, such as a 401, are left out)."""
+    return [e["message"] for e in driver.get_log("browser") if e.get("source") == "javascript"]
+
+
+def test_watch_follow_a_log_and_stop_a_running_tuning_job(server, http, browser):
+    from selenium.webdriver.common.by import By
+
+    body = definition("live", sleep=6.0, max_jobs=8, max_parallel_jobs=2)
+    body["job_definition"]["static_hyperparameters"]["epochs"] = 6  # a metric line a second
+    assert http.post("/tuning-jobs", json=body).status_code == 201
+
+    log_in(browser, f"{server.url}/ui/tuning-jobs/live")
+    until(browser, lambda d: d.current_url.endswith("/ui/tuning-jobs/live"), "the job page")
+    until(
+        browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded"), "data"
+    )
+    assert text(browser, "title") == "live" and text(browser, "status") == "InProgress"
+    first = text(browser, "c-progress")
+    until(browser, lambda d: text(d, "c-completed") not in (NONE, "0"), "a completed job")
+    assert text(browser, "c-progress") != first  # the counters moved without a reload
+    assert text(browser, "c-best") != NONE and "live-0" in text(browser, "c-best-sub")
+    assert browser.execute_script("return performance.getEntriesByType('navigation').length") == 1
+
+    def running_row(d: Any) -> Any:
+        rows = d.find_elements(By.CSS_SELECTOR, "#job-rows tr")
+        return next((r for r in rows if "InProgress" in r.text), None)
+
+    row = until(browser, running_row, "a running training job")
+    job = row.get_attribute("data-job")
+    row.click()
+    until(browser, lambda d: "[Epoch 0]" in text(d, "log"), "the log's first line")
+    seen = text(browser, "log")
+    until(browser, lambda d: len(text(d, "log")) > len(seen), "the log to grow")
+    browser.execute_script("window.scrollTo(0, 0)")
+    screenshot(browser, "dashboard-tuning-job.png")
+    until(browser, lambda d: "done" in text(d, "log"), f"the end of {job}'s log")
+    until(browser, lambda d: "complete" in text(d, "log-state"), "the log to be complete")
+    assert text(browser, "log") == http.get(f"/training-jobs/{job}/logs").text.rstrip("\n")
+
+    stop = browser.find_element(By.ID, "stop")
+    stop.click()
+    assert stop.text == "Really stop?"  # a second click confirms
+    stop.click()
+    until(browser, lambda d: text(d, "status") == "Stopped", "the Stopped status", timeout=90)
+    assert not browser.find_element(By.ID, "stop").is_enabled()
+    assert wait_status(http, "live", {"Stopped"})["status"] == "Stopped"
+    screenshot(browser, "dashboard-tuning-job-stopped.png")
+    assert script_errors(browser) == []
+
+
+def test_list_login_and_compare_pages(server, http, browser):
+    from selenium.webdriver.common.by import By
+
+    for name in ("cmp-random", "cmp-other"):
+        http.post("/tuning-jobs", json=definition(name, max_jobs=3, max_parallel_jobs=2))
+    for name in ("cmp-random", "cmp-other"):
+        wait_status(http, name, {"Completed"})
+
+    log_in(browser, f"{server.url}/ui/tuning-jobs", token="wrong")
+    until(browser, lambda d: "refused" in text(d, "error"), "the refusal of a wrong token")
+    token = browser.find_element(By.ID, "token")
+    token.clear()
+    token.send_keys(TOKEN)
+    browser.find_element(By.ID, "submit").click()
+    until(
+        browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rows tr[data-name]")) == 2, "rows"
+    )
+    assert "3 / 0 / 3" in browser.find_element(By.CSS_SELECTOR, "#rows").text
+    browser.find_element(By.ID, "name").send_keys("random")
+    until(
+        browser,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rows tr[data-name]")) == 1,
+        "filter",
+    )
+    browser.find_element(By.ID, "name").clear()
+    until(
+        browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rows tr[data-name]")) == 2, "all"
+    )
+    for box in browser.find_elements(By.CSS_SELECTOR, "#rows input[type=checkbox]"):
+        box.click()
+    screenshot(browser, "dashboard-tuning-jobs.png")
+    browser.find_element(By.ID, "compare").click()
+
+    until(browser, lambda d: "/ui/compare?" in d.current_url, "the compare page")
+    until(
+        browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded"), "data"
+    )
+    arms = {
+        e.get_attribute("data-arm") for e in browser.find_elements(By.CSS_SELECTOR, "#legend span")
+    }
+    assert arms == {"cmp-random", "cmp-other"}
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#arms tr")) == 2
+    screenshot(browser, "dashboard-compare.png")
+
+    browser.get(f"{server.url}/ui/tuning-jobs/no-such-job")
+    until(browser, lambda d: "404" in text(d, "error"), "the page to say the job is unknown")
+    assert script_errors(browser) == []
+
+    browser.find_element(By.ID, "logout").click()
+    until(browser, lambda d: "/ui/login" in d.current_url, "the login page after logging out")
+    browser.get(f"{server.url}/ui/tuning-jobs/cmp-random")
+    until(browser, lambda d: "/ui/login" in d.current_url, "the login page for a stored page")
