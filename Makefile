@@ -42,6 +42,7 @@ bench: $(DEV)
 	$(PY) bench/ask_latency.py
 	$(PY) bench/api_load.py
 	$(PY) bench/train_throughput.py
+	$(PY) bench/dashboard_load.py
 
 clean:
 	rm -rf $(VENV) tuner-runs .pytest_cache .mypy_cache .ruff_cache
