@@ -226,3 +226,35 @@ def test_tuner_run_takes_a_tracking_uri_flag_checked_by_the_same_rule(tmp_path, 
     )
     assert code == 2
     assert "tracking_uri must be an MLflow tracking URI" in capsys.readouterr().err
+
+
+def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
+    tmp_path, sqlite_url, mlflow_server
+):
+    from tuner.metrics import MetricPoint
+    from tuner.records import TuningStatus
+    from tuner.storage import Store
+    from tuner.tracking.mlflow_tracker import MlflowTracker
+
+    parsed = TuningJobDefinition.parse(definition(tmp_path, mlflow_server.url, "full"))
+    store = Store(sqlite_url)
+    store.create_tuning_job("full", parsed.to_json(), None, 30)
+    job = store.create_training_job("full", 1, {"x": 0.1, "exit_code": 0})
+    job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
+    tracker = MlflowTracker(mlflow_server.url, "full", parsed, store, queue_size=1)
+    tracker.start()
+    tracker.job_started(job)
+    points = [MetricPoint("accuracy", i / 1000, i, 1_700_000_000 + i) for i in range(300)]
+    for i in range(0, 300, 3):  # as the scheduler does: stored first, then told
+        store.add_metric_points(job.name, points[i : i + 3])
+        tracker.points(job, points[i : i + 3])
+    ended = store.finish_training_job(job.name, TrainingStatus.COMPLETED, 0.299)
+    tracker.job_ended(ended)
+    tracker.close(store.set_tuning_status("full", TuningStatus.COMPLETED, "done"))
+    assert tracker.dropped["metrics"] > 0
+    parent, children = runs_of(mlflow_server, "full")
+    assert parent.data.tags["status"] == "Completed" and parent.info.status == "FINISHED"
+    [run] = children
+    history = client(mlflow_server).get_metric_history(run.info.run_id, "accuracy")
+    assert sorted((m.step, m.value) for m in history) == [(i + 1, i / 1000) for i in range(300)]
+    assert run.data.tags["status"] == "Completed" and run.info.status == "FINISHED"

@@ -18,7 +18,9 @@ again the tracker writes the whole tuning job again from the store (what MLflow 
 skipped), so nothing stays missing; resuming a tuning job does the same. ``close`` waits up to
 ``close_timeout`` seconds for the queue to drain and logs what was not delivered.
 MLflow's own HTTP retries (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``)
-apply to each call.
+apply to each call. ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` is set to true unless set (the
+process's environment, so training jobs inherit it), to keep MLflow's "View run" lines out of
+the tuner's output.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import queue
 import threading
 from collections import Counter
@@ -99,6 +102,9 @@ class MlflowTracker(Tracker):
         max_backoff: float = 10.0,
     ) -> None:
         require("mlflow", "mlflow", "tracking_uri (MLflow tracking)")
+        # MlflowClient.set_terminated prints two "View run" lines to stdout per run; the tuner's
+        # output (progress bar, summary) stays its own. The user's setting wins.
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
@@ -121,6 +127,8 @@ class MlflowTracker(Tracker):
         self._experiment: str | None = None
         self._parent: str | None = None
         self._runs: dict[str, str] = {}  # training job -> run id
+        self._held: Op | None = None  # taken from the queue, to be sent next
+        self._inflight: Op | None = None  # being sent (retried until it goes through)
         self._done: set[str] = set()  # training jobs whose runs MLflow holds as ended
         self._thread = threading.Thread(target=self._work, name=f"mlflow-{tuning_job}", daemon=True)
 
@@ -158,6 +166,7 @@ class MlflowTracker(Tracker):
         if self._thread.is_alive():
             self._abandon.set()
             left = Counter(kind for kind, _ in list(self._queue.queue))
+            left.update(op[0] for op in (self._held, self._inflight) if op is not None)
             log.error(
                 "MLflow tracking of %s at %s gave up after waiting %gs: not delivered %s%s "
                 "(last error: %s); the store holds all of it, and resuming a tuning job writes "
@@ -196,14 +205,37 @@ class MlflowTracker(Tracker):
                     return
                 continue
             try:
-                kind, payload = self._queue.get(timeout=0.2)
+                kind, payload = self._held or self._queue.get(timeout=0.2)
             except queue.Empty:
                 if self._closing.is_set() and not self._behind.is_set():
                     return
                 continue
+            self._held = None
+            if kind == "metrics":
+                payload = self._more_points(payload)
             handler: Callable[[Any], None] = getattr(self, f"_do_{kind}")
+            self._inflight = (kind, payload)
             if not self._retry(functools.partial(handler, payload)):
                 return
+            self._inflight = None
+
+    def _more_points(
+        self, payload: tuple[TrainingJob, list[tuple[MetricPoint, int]]]
+    ) -> tuple[TrainingJob, list[tuple[MetricPoint, int]]]:
+        """The points of ``payload`` and of the metrics operations of the same job queued right
+        after it (up to one batch), so a chatty job costs one call per batch, not per read."""
+        job, points = payload
+        points = list(points)
+        while len(points) < BATCH:
+            try:
+                op = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if op[0] != "metrics" or op[1][0].name != job.name:
+                self._held = op
+                break
+            points += op[1][1]
+        return job, points
 
     def _retry(self, call: Callable[[], None]) -> bool:
         """Run ``call`` until it succeeds (True) or the tracker is abandoned (False)."""
