@@ -48,6 +48,7 @@ log = logging.getLogger("tuner.tracking")
 
 TUNING_TAG = "tuner.tuning_job"
 TRAINING_TAG = "tuner.training_job"
+CREATED_TAG = "tuner.created_at"  # the tuning job's creation time in its store
 ROLE_TAG = "tuner.role"  # "tuning job" on the parent run, "training job" on nested ones
 PARENT_TAG = "mlflow.parentRunId"
 RUN_STATUS = {
@@ -117,6 +118,7 @@ class MlflowTracker(Tracker):
         self.sent = 0  # operations delivered
         self.dropped: Counter[str] = Counter()  # operations dropped because the queue was full
         self.errors = 0  # failed calls (each retried)
+        self.refused = 0  # calls the server refused for good (4xx but 429), skipped
         self.last_error: str | None = None
         self._queue: queue.Queue[Op] = queue.Queue(queue_size)
         self._counts: dict[str, dict[str, int]] = {}  # job -> metric -> values seen
@@ -244,6 +246,18 @@ class MlflowTracker(Tracker):
             try:
                 call()
             except Exception as exc:
+                if _refused(exc):
+                    self.refused += 1
+                    log.log(
+                        logging.ERROR if self.refused == 1 else logging.DEBUG,
+                        "MLflow at %s refused part of the tracking of %s, which is skipped "
+                        "(refusals so far: %d): %s",
+                        self.uri,
+                        self.name,
+                        self.refused,
+                        f"{type(exc).__name__}: {str(exc)[:300]}",
+                    )
+                    return True
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 log.warning(
@@ -276,10 +290,20 @@ class MlflowTracker(Tracker):
             if experiment is not None
             else self.client.create_experiment(experiment_name)
         )
+        # Name and creation time: a tuning job of the same name from another store (or one
+        # deleted and made again) gets a parent run of its own.
+        created = repr(self.store.get_tuning_job(self.name).created_at)
         found = self._find(
-            f"tags.`{TUNING_TAG}` = '{self.name}' and tags.`{ROLE_TAG}` = 'tuning job'"
+            f"tags.`{TUNING_TAG}` = '{self.name}' and tags.`{CREATED_TAG}` = '{created}' "
+            f"and tags.`{ROLE_TAG}` = 'tuning job'"
         )
-        tags = {**d.tags, "strategy": d.strategy, TUNING_TAG: self.name, ROLE_TAG: "tuning job"}
+        tags = {
+            **d.tags,
+            "strategy": d.strategy,
+            TUNING_TAG: self.name,
+            CREATED_TAG: created,
+            ROLE_TAG: "tuning job",
+        }
         if found is None:
             run_id: str = self.client.create_run(
                 self._experiment, run_name=self.name, tags=tags
@@ -303,7 +327,9 @@ class MlflowTracker(Tracker):
         if job.name in self._runs:
             return self._runs[job.name]
         parent = self._parent_run()
-        found = self._find(f"tags.`{TRAINING_TAG}` = '{job.name}'")
+        found = self._find(
+            f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{TRAINING_TAG}` = '{job.name}'"
+        )
         if found is not None:
             run_id: str = found.info.run_id
             if found.info.status != "RUNNING":
@@ -430,6 +456,17 @@ class MlflowTracker(Tracker):
         record = self.store.get_tuning_job(self.name)
         if final and record.status.terminal:
             self._do_finish(record)
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether MLflow refused a call for good (a 4xx answer other than 429): retrying the same
+    call cannot help."""
+    from mlflow.exceptions import MlflowException
+
+    if not isinstance(exc, MlflowException):
+        return False
+    code = exc.get_http_status_code()
+    return 400 <= code < 500 and code != 429
 
 
 def _describe(counts: Counter[str]) -> str:
