@@ -261,3 +261,33 @@ def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
     history = client(mlflow_server).get_metric_history(run.info.run_id, "accuracy")
     assert sorted((m.step, m.value) for m in history) == [(i + 1, i / 1000) for i in range(300)]
     assert run.data.tags["status"] == "Completed" and run.info.status == "FINISHED"
+
+
+def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
+    tmp_path, sqlite_url, mlflow_server
+):
+    import threading
+
+    from tuner.records import TrainingStatus as S
+    from tuner.scheduler import Scheduler
+    from tuner.storage import Store
+    from tuner.tracking import Tracker
+
+    parsed = TuningJobDefinition.parse(
+        definition(tmp_path, mlflow_server.url, "resumed", static={"sleep": 1.5})
+    )
+    store = Store(sqlite_url)
+    store.create_tuning_job("resumed", parsed.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(parsed, "resumed", store, owner="first", detach_event=detach)
+    first.tracker = Tracker()  # as if the first process died before it sent anything
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(lambda: [j.status for j in store.list_training_jobs("resumed")] == [S.IN_PROGRESS] * 2)
+    wait_for(lambda: store.metric_points(store.list_training_jobs("resumed")[0].name))
+    detach.set()
+    thread.join(10)
+    assert runs_of(mlflow_server, "resumed") == (None, [])
+    assert store.claim_tuning_job("resumed", "second", ttl=30)
+    Scheduler(parsed, "resumed", Store(sqlite_url), owner="second").run()
+    assert_mirrors_the_store(mlflow_server, HyperparameterTuner.attach("resumed", sqlite_url))
