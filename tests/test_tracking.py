@@ -291,3 +291,19 @@ def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
     assert store.claim_tuning_job("resumed", "second", ttl=30)
     Scheduler(parsed, "resumed", Store(sqlite_url), owner="second").run()
     assert_mirrors_the_store(mlflow_server, HyperparameterTuner.attach("resumed", sqlite_url))
+
+
+def test_a_comparison_passes_its_tracking_uri_to_every_arm_and_seed():
+    import yaml
+
+    from tuner.comparison import ComparisonSpec
+
+    data = yaml.safe_load(
+        (Path(__file__).parent.parent / "examples" / "quickstart.yaml").read_text()
+    )
+    spec = ComparisonSpec.parse({**data, "tracking_uri": "http://127.0.0.1:5000"})
+    definitions = spec.definitions()
+    assert {d.tracking_uri for d in definitions} == {"http://127.0.0.1:5000"}
+    assert {d.tags["arm"] for d in definitions} == {a.name for a in spec.arms}
+    with pytest.raises(ValidationError, match="tracking_uri must be"):
+        ComparisonSpec.parse({**data, "tracking_uri": "127.0.0.1:5000"})
