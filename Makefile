@@ -37,6 +37,7 @@ bench: $(DEV)
 	$(PY) bench/ask_latency.py
 	$(PY) bench/api_load.py
 	$(PY) bench/train_throughput.py
+	$(PY) bench/tracking_overhead.py
 
 clean:
 	rm -rf $(VENV) tuner-runs .pytest_cache .mypy_cache .ruff_cache
