@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,6 +70,7 @@ def main() -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(url: str, folder: Path, n: int, batch: int) -> None:
