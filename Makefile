@@ -43,6 +43,7 @@ bench: $(DEV)
 	$(PY) bench/api_load.py
 	$(PY) bench/train_throughput.py
 	$(PY) bench/dashboard_load.py
+	$(PY) bench/tracking_overhead.py
 
 clean:
 	rm -rf $(VENV) tuner-runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,9 +1,13 @@
-"""Shared fixtures: stores on SQLite and PostgreSQL, the fake training job, CI-strict skips."""
+"""Shared fixtures: stores on SQLite and PostgreSQL, the fake training job, an MLflow server,
+CI-strict skips."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,4 +98,75 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     }.items():
         monkeypatch.setenv(key, value)
     yield url
+    server.stop()
+
+
+class MlflowServer:
+    """``mlflow server`` on 127.0.0.1 with a SQLite backend store and artifacts it serves from
+    a local folder; ``stop`` and ``start`` again keep its port, store and artifacts."""
+
+    def __init__(self, folder: Path) -> None:
+        import socket
+
+        self.folder = folder
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 180) -> None:
+        import httpx
+
+        argv = [
+            str(Path(sys.executable).parent / "mlflow"),
+            "server",
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--workers", "1",
+            "--backend-store-uri", f"sqlite:///{self.folder / 'mlflow.db'}",
+            "--artifacts-destination", str(self.folder / "artifacts"),
+        ]  # fmt: skip
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 (the server's, closed by it)
+        self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = (self.folder / "server.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"mlflow server exited with {self.process.returncode}: {tail}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"mlflow server did not answer on {self.url} within {timeout}s")
+
+    def stop(self) -> None:
+        """End the server and every process it started (its workers)."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(20)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.process = None
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """A running ``mlflow server`` (see MlflowServer), one per test module."""
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        skip_or_fail("mlflow is not installed (pip install -e '.[dev]')")
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow"))
+    server.start()
+    yield server
     server.stop()

@@ -148,7 +148,13 @@ def test_the_core_install_runs_tuning_jobs_and_names_the_extra_a_feature_needs(t
 
     pg = without_extras(tmp_path, "--storage", "postgresql+psycopg://u@127.0.0.1:1/db", "list")
     assert pg.returncode == 2 and "pip install 'tuner[postgres]'" in pg.stderr
-    for result in (served, docker, s3, pg):
+
+    tracked = write(tmp_path, definition(tmp_path), "t.yaml")
+    mlflow = without_extras(tmp_path, "run", str(tracked), "--tracking-uri", "http://127.0.0.1:9")
+    assert mlflow.returncode == 2
+    assert "tracking_uri (MLflow tracking) needs the 'mlflow' extra" in mlflow.stderr
+    assert "pip install 'tuner[mlflow]'" in mlflow.stderr
+    for result in (served, docker, s3, pg, mlflow):
         assert "Traceback" not in result.stderr
     listed = without_extras(tmp_path, "list").stdout
     assert "light" in listed and "InProgress" not in listed  # nothing half-recorded

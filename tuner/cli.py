@@ -42,6 +42,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     definition = TuningJobDefinition.load(args.config)
     if args.name:
         definition = definition.model_copy(update={"name": args.name})
+    if args.tracking_uri:
+        definition = TuningJobDefinition.parse(
+            {**definition.to_json(), "tracking_uri": args.tracking_uri}
+        )
     tuner = HyperparameterTuner.from_definition(definition, storage=args.storage)
     return _drive(tuner, lambda on_event: tuner.fit(wait=True, on_event=on_event), args)
 
@@ -354,6 +358,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="tuning job definition (YAML)")
     run.add_argument("--name", help="name of the tuning job (default: generated)")
     add_progress_flags(run)
+    run.add_argument(
+        "--tracking-uri", help="MLflow tracking URI (overrides the definition's tracking_uri)"
+    )
     run.set_defaults(func=cmd_run)
 
     ls = sub.add_parser("list", help="list tuning jobs, newest first")

@@ -5,8 +5,9 @@ its limits, plus ``arms`` (each a name, a strategy with its ``strategy_options``
 ``strategy_config``, ``early_stopping_type`` and its options, ``max_jobs`` and
 ``max_parallel_jobs``) and ``seeds``. Every arm and seed is an ordinary tuning job named
 ``<name>-<arm>-s<seed>``, tagged ``comparison``/``arm``/``seed``, run one after the other (so
-their times compare). Running a comparison again reuses the arms that have ended and resumes
-those that were interrupted.
+their times compare). With ``tracking_uri`` they share one MLflow experiment named after the
+comparison, each arm and seed a parent run tagged with its arm. Running a comparison again
+reuses the arms that have ended and resumes those that were interrupted.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SHARED_FIELDS = (
     "max_failed_jobs",
     "target_objective_value",
     "max_jobs_without_improvement",
+    "tracking_uri",
 )
 
 
@@ -68,6 +70,7 @@ class ComparisonSpec(BaseModel):
     max_failed_jobs: int | None = None
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = None
+    tracking_uri: str | None = None
 
     @field_validator("arms")
     @classmethod

@@ -25,6 +25,7 @@ from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
 from tuner.strategies import make_strategy, strategy_name
+from tuner.tracking import check_tracking_uri
 
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
@@ -226,6 +227,12 @@ class TuningJobDefinition(_Strict):
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = Field(None, ge=1, le=MAX_JOBS)
     tags: dict[str, str] = Field(default_factory=dict)
+    tracking_uri: str | None = None
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _tracking_uri(cls, value: str | None) -> str | None:
+        return None if value is None else check_tracking_uri(value)
 
     @field_validator("hyperparameter_ranges")
     @classmethod

@@ -26,6 +26,9 @@ Guarantees:
   ``tuner.stopping.told_value``. On resume the rule is rebuilt from the stored points in the
   order they were read, so no job is judged twice; a job it had stopped is recorded as such,
   never run again.
+- A tracker (``tuner.tracking``, MLflow with ``tracking_uri``) hears of each started job, each
+  batch of metric points and each ended job, and of the tuning job's end; it never blocks or
+  fails the loop, and it is told only after the store has the change.
 - With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
   another process has taken the lease it leaves at once, touching no training job. Setting
   ``detach_event`` makes it leave the same way (its lease released) so another process can
@@ -58,6 +61,7 @@ from tuner.stopping import StoppingRule, stopping_rule_for, told_value
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
 from tuner.summary import stopped_early
+from tuner.tracking import Tracker, tracker_for
 
 log = logging.getLogger("tuner.scheduler")
 
@@ -178,6 +182,7 @@ class Scheduler:
             definition.maximize,
             self.strategy,
         )
+        self.tracker: Tracker = tracker_for(definition, name, store)
         self.stopped_early = 0
         self.worst_completed: float | None = None
         self.on_event = on_event
@@ -209,6 +214,7 @@ class Scheduler:
 
     def run(self) -> TuningJob:
         """Drive the tuning job to a terminal status and return its final record."""
+        self.tracker.start()
         try:
             self._replay()
             status, reason = self._loop()
@@ -216,19 +222,24 @@ class Scheduler:
             if isinstance(exc, _Detached) and self.owner is not None:
                 self.store.release_tuning_job(self.name, self.owner)
             self.launcher.close()
+            self.tracker.close(None)
             return self.store.get_tuning_job(self.name)
         except KeyboardInterrupt:
             self._shutdown()
-            self.store.set_tuning_status(self.name, TuningStatus.STOPPED, "interrupted")
+            self._end(TuningStatus.STOPPED, "interrupted")
             raise
         except Exception as exc:
             self._shutdown()
-            self.store.set_tuning_status(
-                self.name, TuningStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
-            )
+            self._end(TuningStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
             raise
         self._shutdown()
-        return self.store.set_tuning_status(self.name, status, reason)
+        return self._end(status, reason)
+
+    def _end(self, status: TuningStatus, reason: str) -> TuningJob:
+        """Record the tuning job's end, then let the tracker write it."""
+        record = self.store.set_tuning_status(self.name, status, reason)
+        self.tracker.close(record)
+        return record
 
     def _loop(self) -> tuple[TuningStatus, str]:
         sleep = MIN_SLEEP
@@ -402,6 +413,7 @@ class Scheduler:
         points = [p for p in points if p.seq >= run.stored]
         if points:
             self.store.add_metric_points(run.job.name, points)
+            self.tracker.points(run.job, points)
             run.points.extend(points)
             self._consult_stopping(run, points, final)
 
@@ -610,5 +622,9 @@ class Scheduler:
         self.launcher.close()
 
     def _emit(self, kind: str, job: TrainingJob) -> None:
+        if kind == "started":
+            self.tracker.job_started(job)
+        elif kind == "ended":
+            self.tracker.job_ended(job)
         if self.on_event is not None:
             self.on_event(kind, job)

@@ -94,6 +94,9 @@ class HyperparameterTuner:
         storage: SQLAlchemy URL of the store (default ``$TUNER_DATABASE_URL``, else
             ``sqlite:///tuner-runs/tuner.db``).
         name: the tuning job's name (default: generated, unique).
+        tracking_uri: an MLflow tracking URI (``http://host:5000``, ``databricks``...): the
+            tuning job is written there as a parent run with one nested run per training job,
+            as it progresses (``tuner.tracking``; needs the ``mlflow`` extra).
         service_url / service_token: submit to and follow a running tuner service (``tuner
             serve``) instead of running in this process; the token defaults to
             ``$TUNER_API_TOKEN``.
@@ -122,6 +125,7 @@ class HyperparameterTuner:
         name: str | None = None,
         service_url: str | None = None,
         service_token: str | None = None,
+        tracking_uri: str | None = None,
     ) -> None:
         ranges: dict[str, Any] = {}
         for key, rng in dict(hyperparameter_ranges).items():
@@ -159,6 +163,7 @@ class HyperparameterTuner:
                 "random_seed": random_seed,
                 "target_objective_value": target_objective_value,
                 "max_jobs_without_improvement": max_jobs_without_improvement,
+                "tracking_uri": tracking_uri,
             }
         )
         self._init(definition, storage, service_url, service_token)

@@ -123,6 +123,12 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         ["valid RE2 syntax", "backreferences"],
         True,
     ),
+    (
+        "tracking-uri-without-scheme",
+        _set("tracking_uri", "localhost:5000"),
+        ["tracking_uri must be an MLflow tracking URI", "'localhost:5000'"],
+        False,
+    ),
 ]
 IDS = [c[0] for c in CASES]
 

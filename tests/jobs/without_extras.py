@@ -8,7 +8,7 @@ import runpy
 import sys
 
 EXTRAS = ("torch", "torchvision", "onnx", "fastapi", "uvicorn", "docker", "psycopg", "boto3",
-          "botocore", "moto")  # fmt: skip
+          "botocore", "moto", "mlflow")  # fmt: skip
 HEAVY = ("matplotlib", "pandas", "scipy", "sklearn", "skopt", "optuna", "httpx", *EXTRAS)
 
 

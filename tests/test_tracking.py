@@ -1,0 +1,309 @@
+"""MLflow tracking against a real ``mlflow server``: what a user reads back with MlflowClient,
+while the tuning job runs and after, also when the server goes away mid-run."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import MlflowServer, fake_command, skip_or_fail
+from tuner import HyperparameterTuner, TrainingStatus, ValidationError
+from tuner.definition import TuningJobDefinition
+
+METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.]+)"}]
+
+
+def definition(tmp_path: Path, uri: str, name: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "job_definition": {
+            "command": fake_command(),
+            "static_hyperparameters": {"epochs": 3, **kw.pop("static", {})},
+            "output_path": str(tmp_path / "runs"),
+            "grace_period": 1.0,
+        },
+        "objective_metric_name": "accuracy",
+        "hyperparameter_ranges": kw.pop(
+            "ranges",
+            {
+                "x": {"type": "categorical", "values": [0.1, 0.5]},
+                "exit_code": {"type": "categorical", "values": [0, 3]},
+            },
+        ),
+        "metric_definitions": METRICS,
+        "strategy": "Grid",
+        "max_jobs": 4,
+        "max_parallel_jobs": 2,
+        "tags": {"arm": "grid", "comparison": name},
+        "tracking_uri": uri,
+        **kw,
+    }
+
+
+def client(server: MlflowServer) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=server.url)
+
+
+def runs_of(server: MlflowServer, experiment: str) -> tuple[Any, list[Any]]:
+    """The parent run of the experiment and its nested runs (by name)."""
+    c = client(server)
+    exp = c.get_experiment_by_name(experiment)
+    if exp is None:
+        return None, []
+    runs = c.search_runs([exp.experiment_id], max_results=1000)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = sorted(
+        (r for r in runs if "mlflow.parentRunId" in r.data.tags), key=lambda r: r.info.run_name
+    )
+    return (parents[0] if parents else None), children
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout}s")
+
+
+def assert_mirrors_the_store(server: MlflowServer, tuner: HyperparameterTuner) -> None:
+    """Every training job of the store is a nested run holding its params, metric history with
+    steps, tags and artifacts; the parent holds the tuning job's end."""
+    c = client(server)
+    record = tuner.describe()
+    parent, children = runs_of(server, tuner.name or "")
+    assert parent is not None and parent.info.run_name == tuner.name
+    assert parent.data.tags["status"] == record["status"]
+    assert parent.data.tags["strategy"] == "Grid" and parent.data.tags["arm"] == "grid"
+    assert parent.data.params["objective_metric_name"] == "accuracy"
+    assert parent.info.status == "FINISHED"
+    best = tuner.best_training_job()
+    assert best is not None and parent.data.tags["best_training_job"] == best.name
+    jobs = tuner.training_jobs()
+    assert [r.info.run_name for r in children] == [j.name for j in jobs]
+    for job, run in zip(jobs, children, strict=True):
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        static = tuner.definition.job_definition.static_hyperparameters
+        assert run.data.params == {k: str(v) for k, v in {**static, **job.hyperparameters}.items()}
+        assert run.data.tags["status"] == job.status.value
+        assert run.data.tags["failure_reason"] == (job.failure_reason or "")
+        assert run.data.tags["strategy"] == "Grid" and run.data.tags["arm"] == "grid"
+        stored = tuner.store.metric_points(job.name, "accuracy")
+        history = sorted(c.get_metric_history(run.info.run_id, "accuracy"), key=lambda m: m.step)
+        assert [(m.step, m.value) for m in history] == [
+            (k, p.value) for k, p in enumerate(stored, start=1)
+        ]
+        artifacts = {a.path for a in c.list_artifacts(run.info.run_id)}
+        assert {"log.txt", "output"} <= artifacts
+        outputs = {a.path for a in c.list_artifacts(run.info.run_id, "output")}
+        assert "output/argv.json" in outputs
+        if job.status is TrainingStatus.COMPLETED:
+            assert float(run.data.tags["objective"]) == job.objective
+            assert run.info.status == "FINISHED"
+        else:
+            assert job.status is TrainingStatus.FAILED and run.info.status == "FAILED"
+            assert "exited with code 3" in run.data.tags["failure_reason"]
+
+
+def test_a_tuning_job_is_a_parent_run_and_each_training_job_a_nested_run(
+    tmp_path, sqlite_url, mlflow_server
+):
+    data = definition(tmp_path, mlflow_server.url, "tracked", static={"sleep": 1.5})
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    tuner.fit(wait=False)
+
+    def running_child_with_points() -> bool:
+        _, children = runs_of(mlflow_server, "tracked")
+        return any(r.info.status == "RUNNING" and "accuracy" in r.data.metrics for r in children)
+
+    wait_for(running_child_with_points)  # written as it progresses, not only at the end
+    assert tuner.wait(timeout=120)["status"] == "Completed"
+    assert [j.status for j in tuner.training_jobs()].count(TrainingStatus.FAILED) == 2
+    assert_mirrors_the_store(mlflow_server, tuner)
+    downloaded = client(mlflow_server).download_artifacts(
+        runs_of(mlflow_server, "tracked")[1][0].info.run_id, "log.txt", str(tmp_path)
+    )
+    assert "validation: loss=" in Path(downloaded).read_text()
+
+
+def test_a_server_that_goes_away_mid_run_costs_the_tuning_job_nothing_and_is_caught_up(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch, caplog
+):
+    # MLflow's own HTTP retries would hide the outage inside one call for minutes.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    data = definition(tmp_path, mlflow_server.url, "outage", static={"sleep": 1.0})
+    data["max_parallel_jobs"] = 1
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    tuner.fit(wait=False)
+    wait_for(lambda: runs_of(mlflow_server, "outage")[1])
+    mlflow_server.stop()
+    try:
+        wait_for(  # the training jobs go on and end while the server is away
+            lambda: sum(j.status.terminal for j in tuner.store.list_training_jobs("outage")) == 4,
+            timeout=120,
+        )
+        assert any("failed, retrying" in r.getMessage() for r in caplog.records)
+    finally:
+        mlflow_server.start()
+    assert tuner.wait(timeout=300)["status"] == "Completed"
+    assert len(tuner.training_jobs()) == 4
+    assert_mirrors_the_store(mlflow_server, tuner)
+    assert any("works again" in r.getMessage() for r in caplog.records)
+
+
+def test_an_unreachable_server_is_reported_and_the_tuning_job_completes(
+    tmp_path, sqlite_url, monkeypatch, caplog
+):
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        skip_or_fail("mlflow is not installed (pip install -e '.[dev]')")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "2")
+    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    data = definition(tmp_path, "http://127.0.0.1:9", "nowhere", max_jobs=2)
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    started = time.monotonic()
+    tuner.fit()
+    assert time.monotonic() - started < 60
+    assert tuner.describe()["status"] == "Completed"
+    assert all(tuner.store.metric_points(j.name) for j in tuner.training_jobs())
+    gave_up = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(gave_up) == 1
+    assert "gave up" in gave_up[0] and "http://127.0.0.1:9" in gave_up[0]
+    assert "the tuning job's end" in gave_up[0]
+
+
+@pytest.mark.parametrize("uri", ["127.0.0.1:5000", "ftp://host/x", "http://host/a b", "", "mlflow"])
+def test_a_tracking_uri_without_a_known_scheme_is_refused_when_the_job_is_defined(tmp_path, uri):
+    with pytest.raises(ValidationError) as info:
+        TuningJobDefinition.parse(definition(tmp_path, uri, "bad"))
+    assert "tracking_uri must be an MLflow tracking URI" in str(info.value)
+    assert repr(uri) in str(info.value)
+
+
+def test_the_python_door_takes_a_tracking_uri(tmp_path):
+    from tuner import CategoricalParameter
+
+    tuner = HyperparameterTuner(
+        {"command": fake_command()},
+        "accuracy",
+        {"x": CategoricalParameter([0.1])},
+        METRICS,
+        max_jobs=1,
+        tracking_uri="databricks",
+        storage=f"sqlite:///{tmp_path / 'db'}",
+    )
+    assert tuner.definition.tracking_uri == "databricks"
+    with pytest.raises(ValidationError, match="tracking_uri must be"):
+        HyperparameterTuner(
+            {"command": fake_command()},
+            "accuracy",
+            {"x": CategoricalParameter([0.1])},
+            METRICS,
+            tracking_uri="localhost:5000",
+        )
+
+
+def test_tuner_run_takes_a_tracking_uri_flag_checked_by_the_same_rule(tmp_path, capsys):
+    import yaml
+
+    from tuner.cli import main
+
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(definition(tmp_path, "http://127.0.0.1:9", "flagged")))
+    code = main(
+        ["--storage", f"sqlite:///{tmp_path / 'db'}", "run", str(path), "--tracking-uri", "x y"]
+    )
+    assert code == 2
+    assert "tracking_uri must be an MLflow tracking URI" in capsys.readouterr().err
+
+
+def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
+    tmp_path, sqlite_url, mlflow_server
+):
+    from tuner.metrics import MetricPoint
+    from tuner.records import TuningStatus
+    from tuner.storage import Store
+    from tuner.tracking.mlflow_tracker import MlflowTracker
+
+    parsed = TuningJobDefinition.parse(definition(tmp_path, mlflow_server.url, "full"))
+    store = Store(sqlite_url)
+    store.create_tuning_job("full", parsed.to_json(), None, 30)
+    job = store.create_training_job("full", 1, {"x": 0.1, "exit_code": 0})
+    job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
+    tracker = MlflowTracker(mlflow_server.url, "full", parsed, store, queue_size=1)
+    tracker.start()
+    tracker.job_started(job)
+    points = [MetricPoint("accuracy", i / 1000, i, 1_700_000_000 + i) for i in range(300)]
+    for i in range(0, 300, 3):  # as the scheduler does: stored first, then told
+        store.add_metric_points(job.name, points[i : i + 3])
+        tracker.points(job, points[i : i + 3])
+    ended = store.finish_training_job(job.name, TrainingStatus.COMPLETED, 0.299)
+    tracker.job_ended(ended)
+    tracker.close(store.set_tuning_status("full", TuningStatus.COMPLETED, "done"))
+    assert tracker.dropped["metrics"] > 0
+    parent, children = runs_of(mlflow_server, "full")
+    assert parent.data.tags["status"] == "Completed" and parent.info.status == "FINISHED"
+    [run] = children
+    history = client(mlflow_server).get_metric_history(run.info.run_id, "accuracy")
+    assert sorted((m.step, m.value) for m in history) == [(i + 1, i / 1000) for i in range(300)]
+    assert run.data.tags["status"] == "Completed" and run.info.status == "FINISHED"
+
+
+def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
+    tmp_path, sqlite_url, mlflow_server
+):
+    import threading
+
+    from tuner.records import TrainingStatus as S
+    from tuner.scheduler import Scheduler
+    from tuner.storage import Store
+    from tuner.tracking import Tracker
+
+    parsed = TuningJobDefinition.parse(
+        definition(tmp_path, mlflow_server.url, "resumed", static={"sleep": 1.5})
+    )
+    store = Store(sqlite_url)
+    store.create_tuning_job("resumed", parsed.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(parsed, "resumed", store, owner="first", detach_event=detach)
+    first.tracker = Tracker()  # as if the first process died before it sent anything
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(lambda: [j.status for j in store.list_training_jobs("resumed")] == [S.IN_PROGRESS] * 2)
+    wait_for(lambda: store.metric_points(store.list_training_jobs("resumed")[0].name))
+    detach.set()
+    thread.join(10)
+    assert runs_of(mlflow_server, "resumed") == (None, [])
+    assert store.claim_tuning_job("resumed", "second", ttl=30)
+    Scheduler(parsed, "resumed", Store(sqlite_url), owner="second").run()
+    assert_mirrors_the_store(mlflow_server, HyperparameterTuner.attach("resumed", sqlite_url))
+
+
+def test_a_comparison_passes_its_tracking_uri_to_every_arm_and_seed():
+    import yaml
+
+    from tuner.comparison import ComparisonSpec
+
+    data = yaml.safe_load(
+        (Path(__file__).parent.parent / "examples" / "quickstart.yaml").read_text()
+    )
+    spec = ComparisonSpec.parse({**data, "tracking_uri": "http://127.0.0.1:5000"})
+    definitions = spec.definitions()
+    assert {d.tracking_uri for d in definitions} == {"http://127.0.0.1:5000"}
+    assert {d.tags["arm"] for d in definitions} == {a.name for a in spec.arms}
+    with pytest.raises(ValidationError, match="tracking_uri must be"):
+        ComparisonSpec.parse({**data, "tracking_uri": "127.0.0.1:5000"})

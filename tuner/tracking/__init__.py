@@ -1,0 +1,52 @@
+"""Experiment trackers the scheduler keeps informed of a tuning job (MLflow, by ``tracking_uri``).
+
+``tracker_for`` gives the tracker a tuning job asks for, or the do-nothing ``Tracker``;
+``check_tracking_uri`` is the rule a ``tracking_uri`` must keep, checked when the tuning job
+is defined.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from tuner.tracking.base import Tracker
+
+if TYPE_CHECKING:  # tuner.definition imports check_tracking_uri from here
+    from tuner.definition import TuningJobDefinition
+    from tuner.storage import Store
+
+__all__ = ["Tracker", "check_tracking_uri", "tracker_for"]
+
+# The schemes an MLflow tracking URI may have: a tracking server, Databricks, a local folder,
+# or a database that MLflow writes to directly.
+SCHEMES = ("http", "https", "file", "databricks", "databricks-uc", "sqlite", "postgresql",
+           "mysql", "mssql")  # fmt: skip
+_URI = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)(?::|$)")
+
+
+def check_tracking_uri(uri: str) -> str:
+    """``uri`` when it is an MLflow tracking URI, else ``ValueError`` stating the rule."""
+    match = _URI.match(uri)
+    scheme = match.group("scheme").split("+")[0] if match else None
+    if scheme not in SCHEMES or any(c.isspace() or c == "\x00" for c in uri):
+        raise ValueError(
+            "tracking_uri must be an MLflow tracking URI without spaces, with a scheme among "
+            f"{', '.join(SCHEMES)} (e.g. http://127.0.0.1:5000), got {uri!r}"
+        )
+    return uri
+
+
+def tracker_for(definition: TuningJobDefinition, name: str, store: Store) -> Tracker:
+    """The tracker of tuning job ``name``: MLflow when it has a ``tracking_uri`` (raises
+    ``MissingExtra`` without the ``mlflow`` extra), otherwise one that does nothing.
+
+    ``TUNER_TRACKING_CLOSE_TIMEOUT`` (seconds, default 30) is how long the end of a tuning job
+    waits for the tracker to deliver what it still holds."""
+    if definition.tracking_uri is None:
+        return Tracker()
+    from tuner.tracking.mlflow_tracker import MlflowTracker
+
+    timeout = float(os.environ.get("TUNER_TRACKING_CLOSE_TIMEOUT", "30"))
+    return MlflowTracker(definition.tracking_uri, name, definition, store, close_timeout=timeout)
