@@ -90,6 +90,7 @@ class TuningJobDescription(BaseModel):
     created_at: float
     ended_at: float | None
     owner: str | None
+    warm_start: dict[str, Any] | None = None
     definition: dict[str, Any]
 
 
