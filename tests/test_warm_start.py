@@ -288,3 +288,22 @@ def test_resume_counts_the_parents_once(tmp_path, kind):
     told = len(warm.observations) + completed  # IdenticalDataAndAlgorithm: 6 + 5; else 0 + 5
     assert second.strategy.describe()["observations"] == told
     assert len(warm.observations) == (6 if kind == "IdenticalDataAndAlgorithm" else 0)
+
+
+def test_tuner_run_warm_starts_from_the_command_line(tmp_path, capsys):
+    import yaml
+
+    from tuner.cli import main
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(job(tmp_path, max_jobs=3)))
+    assert main(["--storage", url, "run", str(config), "--name", "first", "--no-progress"]) == 0
+    flags = ["--warm-start", "first", "--warm-start-type", "TransferLearning"]
+    assert main(["--storage", url, "run", str(config), "--name", "next", *flags]) == 0
+    assert "warm start TransferLearning from first (3 of 3)" in capsys.readouterr().out
+    d = HyperparameterTuner.attach("next", storage=url).describe()
+    assert d["definition"]["warm_start_config"] == {
+        "parents": ["first"],
+        "type": "TransferLearning",
+    }
