@@ -82,6 +82,7 @@ def test_identical_parents_are_observations_and_not_jobs_of_the_child(tmp_path, 
         ],
         "observations": len(inside),
         "first_suggestions": 0,
+        "prior_observations": 0,
     }
     jobs = child.training_jobs()
     assert len(jobs) == 3 and d["status"] == "Completed"  # parents' jobs use no max_jobs
@@ -161,7 +162,34 @@ def test_transfer_learning_runs_the_parents_best_mapped_configurations_first(tmp
     d = child.describe()
     assert d["warm_start"]["first_suggestions"] == len(first)
     assert d["warm_start"]["observations"] == 0  # nothing of another problem taken as exact
+    assert d["warm_start"]["prior_observations"] == 8
     assert len(child.training_jobs()) == 5
+
+
+def test_a_bayesian_child_models_transfer_parents_as_a_prior_trusting_only_their_shape():
+    """Prior losses shifted by a constant give the same suggestions: their level is not
+    trusted; without the prior the first suggestion is the cold start's."""
+    import numpy as np
+
+    from tuner.parameters import parameter_from_dict
+    from tuner.space import SearchSpace
+    from tuner.strategies import make_strategy
+
+    space = SearchSpace({"x": parameter_from_dict(X), "y": parameter_from_dict(Y)})
+    rng = np.random.default_rng(0)
+    prior = [
+        ({"x": float(a), "y": float(b)}, 1 - (a - 0.3) ** 2 - (b - 0.6) ** 2)
+        for a, b in rng.random((12, 2))
+    ]
+
+    def first(shift: float | None) -> dict[str, float]:
+        strategy = make_strategy("Bayesian", space, maximize=True, seed=5)
+        if shift is not None:
+            strategy.warm_start([], [], [(c, v + shift) for c, v in prior])
+            assert strategy.describe()["observations"] == 0  # not its own results
+        return strategy.ask(1)[0]
+
+    assert first(0.0) == first(-100.0) != first(None)
 
 
 def test_an_added_parameter_takes_the_parents_static_value():
@@ -307,3 +335,9 @@ def test_tuner_run_warm_starts_from_the_command_line(tmp_path, capsys):
         "parents": ["first"],
         "type": "TransferLearning",
     }
+
+
+def test_the_transfer_example_parses():
+    example = Path(__file__).resolve().parent.parent / "examples" / "digits_transfer.yaml"
+    d = TuningJobDefinition.load(example)
+    assert d.warm_start_config is not None and d.warm_start_config.type == "TransferLearning"

@@ -108,6 +108,8 @@ class WarmStart:
     observations: list[tuple[Config, float]] = field(default_factory=list)
     # TransferLearning: configurations the child runs first, best first.
     first: list[Config] = field(default_factory=list)
+    # TransferLearning: every mapped (configuration, objective), a prior for model-based search.
+    prior: list[tuple[Config, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +117,7 @@ class WarmStart:
             "parents": [vars(p) for p in self.parents],
             "observations": [{"hyperparameters": c, "objective": v} for c, v in self.observations],
             "first": self.first,
+            "prior": [{"hyperparameters": c, "objective": v} for c, v in self.prior],
         }
 
     @classmethod
@@ -124,6 +127,7 @@ class WarmStart:
             parents=[ParentSummary(**p) for p in data["parents"]],
             observations=[(o["hyperparameters"], o["objective"]) for o in data["observations"]],
             first=list(data["first"]),
+            prior=[(o["hyperparameters"], o["objective"]) for o in data.get("prior", [])],
         )
 
 
@@ -138,6 +142,7 @@ def summary(data: dict[str, Any] | None) -> dict[str, Any] | None:
         "parents": [vars(p) for p in warm.parents],
         "observations": len(warm.observations),
         "first_suggestions": len(warm.first),
+        "prior_observations": len(warm.prior),
     }
 
 
@@ -145,7 +150,7 @@ def prime(strategy: Strategy, data: dict[str, Any] | None) -> None:
     """Hand a stored warm start to a freshly built strategy, before anything else is told."""
     if data:
         warm = WarmStart.from_json(data)
-        strategy.warm_start(warm.observations, warm.first)
+        strategy.warm_start(warm.observations, warm.first, warm.prior)
 
 
 def resolve(store: Store, definition: TuningJobDefinition) -> WarmStart | None:
@@ -155,11 +160,7 @@ def resolve(store: Store, definition: TuningJobDefinition) -> WarmStart | None:
     config = definition.warm_start_config
     if config is None:
         return None
-    space = definition.space()
-    parents: list[ParentSummary] = []
-    observations: list[tuple[Config, float]] = []
-    candidates: list[tuple[float, Config]] = []
-    sign = -1.0 if definition.maximize else 1.0  # sorts the best first
+    results: list[ParentResults] = []
     for name in config.parents:
         try:
             record = store.get_tuning_job(name)
@@ -173,49 +174,63 @@ def resolve(store: Store, definition: TuningJobDefinition) -> WarmStart | None:
                 f"warm_start_config.parents: a parent must have ended (Completed, Stopped or "
                 f"Failed), got {name!r} with status {record.status.value}"
             )
-        parent = record.definition
-        _check_same(definition, parent, name, config.type)
+        _check_same(definition, record.definition, name, config.type)
         done = [
-            j
+            (j.hyperparameters, j.objective)
             for j in store.list_training_jobs(name)
             if j.objective_status is ObjectiveStatus.SUCCEEDED
             and j.objective is not None
             and math.isfinite(j.objective)
         ]
-        used = 0
-        for job in done:
-            assert job.objective is not None
-            if config.type == IDENTICAL:
-                mapped = job.hyperparameters if _inside(space, job.hyperparameters) else None
-                if mapped is not None:
-                    observations.append((dict(mapped), job.objective))
-            else:
-                mapped = map_configuration(space, job.hyperparameters, parent)
-                if mapped is not None:
-                    candidates.append((sign * job.objective, mapped))
-            used += mapped is not None
-        best = [j.objective for j in done if j.objective is not None]
-        parents.append(
-            ParentSummary(
-                name,
-                len(done),
-                used,
-                len(done) - used,
-                (max(best) if definition.maximize else min(best)) if best else None,
-            )
-        )
-    if not any(p.succeeded for p in parents):
+        results.append(ParentResults(name, record.definition, done))
+    if not any(r.results for r in results):
         raise ValidationError(
             "warm_start_config.parents: at least one parent needs a training job whose "
             f"objective succeeded, got none in {config.parents}"
         )
+    return take(config.type, definition.space(), definition.maximize, results)
+
+
+@dataclass
+class ParentResults:
+    """One parent: its name, stored definition, and (configuration, objective) of each of its
+    training jobs whose objective succeeded."""
+
+    name: str
+    definition: dict[str, Any]
+    results: list[tuple[Config, float]]
+
+
+def take(kind: str, space: SearchSpace, maximize: bool, parents: list[ParentResults]) -> WarmStart:
+    """What a child of type ``kind`` over ``space`` takes from checked parents (the module
+    docstring says what each type takes); pure, so benchmarks use exactly this."""
+    summaries: list[ParentSummary] = []
+    observations: list[tuple[Config, float]] = []
+    candidates: list[tuple[float, Config]] = []
+    sign = -1.0 if maximize else 1.0  # sorts the best first
+    for parent in parents:
+        used = 0
+        for config, value in parent.results:
+            if kind == IDENTICAL:
+                mapped = dict(config) if _inside(space, config) else None
+                if mapped is not None:
+                    observations.append((mapped, value))
+            else:
+                mapped = map_configuration(space, config, parent.definition)
+                if mapped is not None:
+                    candidates.append((sign * value, mapped))
+            used += mapped is not None
+        values = [v for _, v in parent.results]
+        best = (max(values) if maximize else min(values)) if values else None
+        summaries.append(ParentSummary(parent.name, len(values), used, len(values) - used, best))
     first: list[Config] = []
     seen: set[tuple[Any, ...]] = set()
     for _, mapped in sorted(candidates, key=lambda c: c[0]):
         if space.key(mapped) not in seen and len(first) < TRANSFER_FIRST:
             seen.add(space.key(mapped))
             first.append(mapped)
-    return WarmStart(config.type, parents, observations, first)
+    prior = [(c, sign * v) for v, c in candidates]  # sign * sign = 1: the objective again
+    return WarmStart(kind, summaries, observations, first, prior)
 
 
 def _inside(space: SearchSpace, config: Config) -> bool:
@@ -311,6 +326,7 @@ __all__ = [
     "TRANSFER",
     "TRANSFER_FIRST",
     "WARM_START_TYPES",
+    "ParentResults",
     "ParentSummary",
     "WarmStart",
     "WarmStartConfig",
@@ -318,4 +334,5 @@ __all__ = [
     "prime",
     "resolve",
     "summary",
+    "take",
 ]

@@ -10,13 +10,15 @@ Contract:
 - The same seed and the same sequence of asks and tells give the same suggestions.
 - Values are given in the user's direction; strategies minimize ``loss = -value`` when
   maximizing.
-- Warm start (``tuner.warm_start``): ``warm_start(observations, first)`` comes before any
-  other call. By default ``observations`` (exact results of the same objective, from
+- Warm start (``tuner.warm_start``): ``warm_start(observations, first, prior)`` comes before
+  any other call. By default ``observations`` (exact results of the same objective, from
   IdenticalDataAndAlgorithm parents) are told like the strategy's own, so a model-based
   strategy fits them and no strategy suggests one of them again; ``first`` configurations
   (TransferLearning) are suggested before the strategy's own, skipping any already asked or
-  told. ``warm_start_types`` lists the types a strategy takes (the definition refuses others,
-  with ``warm_start_refusal`` saying why).
+  told; ``prior`` results (TransferLearning: a related problem's) are ignored by default, and a
+  strategy that can use them without taking them as its own results says how (Bayesian).
+  ``warm_start_types`` lists the types a strategy takes (the definition refuses others, with
+  ``warm_start_refusal`` saying why).
 
 Subclasses implement ``_propose(n)`` (candidate configurations) and ``_observe`` (a result);
 this base class removes duplicates, keeps track of pending configurations and of the direction.
@@ -55,9 +57,15 @@ class Strategy(ABC):
         self._first: list[Config] = []
 
     def warm_start(
-        self, observations: Sequence[tuple[Config, float]], first: Sequence[Config] = ()
+        self,
+        observations: Sequence[tuple[Config, float]],
+        first: Sequence[Config] = (),
+        prior: Sequence[tuple[Config, float]] = (),
     ) -> None:
         """Parents' results, before anything else is asked or told (see the contract)."""
+        for config, value in prior:
+            self.space.validate(config)
+            self._prior(config, -float(value) if self.maximize else float(value))
         for config, value in observations:
             self.tell(config, value)
         for config in first:
@@ -112,6 +120,9 @@ class Strategy(ABC):
         key = self.space.key(config)
         self._seen.add(key)
         self.pending[key] = config
+
+    def _prior(self, config: Config, loss: float) -> None:
+        """A related problem's result in minimization form (hook; ignored by default)."""
 
     def _fallback(self) -> Config | None:
         """A random configuration not seen yet, or None when the space is used up."""
