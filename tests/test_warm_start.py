@@ -341,3 +341,20 @@ def test_the_transfer_example_parses():
     example = Path(__file__).resolve().parent.parent / "examples" / "digits_transfer.yaml"
     d = TuningJobDefinition.load(example)
     assert d.warm_start_config is not None and d.warm_start_config.type == "TransferLearning"
+
+
+def test_the_prior_is_left_out_once_the_child_has_enough_results_of_its_own():
+    import numpy as np
+
+    from tuner.strategies.gp import GPSearch
+
+    search = GPSearch(2, np.random.default_rng(0), n_initial_points=5)
+    for a in np.linspace(0, 1, 6):
+        search.add_prior(np.array([a, a]), 10.0 + a)
+    assert search.prior_until == 6  # twice the dimensions plus two
+    for i in range(5):
+        search.tell(np.array([0.1 * i, 0.5]), float(i))
+        assert len(search._points()[1]) == 6 + i + 1  # prior and own
+    search.tell(np.array([0.9, 0.5]), 5.0)
+    x, y = search._points()
+    assert len(y) == 6 and x[:, 1].tolist() == [0.5] * 6  # own results only

@@ -29,6 +29,8 @@ the same points.
   only their shape is trusted, never their level; own results are scaled on their own too once
   there are ``OWN_SCALE_AFTER``, before that with the prior's median and deviation. They count
   towards ``n_initial_points``; the fitted noise grows where prior and own results disagree.
+  Once there are ``prior_until`` own results (``n_initial_points``, at least twice the
+  dimensions plus two), the prior is left out: from then on only own results are modelled.
 - Batches and pending points: each chosen point is added to the model with a lie for its loss
   before the next one is chosen, with the hyperparameters kept. For expected improvement the
   lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
@@ -86,6 +88,7 @@ class GPSearch:
         self.y: list[float] = []
         self.prior_x: list[np.ndarray] = []
         self.prior_y: list[float] = []
+        self.prior_until = max(n_initial_points, 2 * (dimensions + 1))
         self._theta: np.ndarray | None = None  # the last fit's hyperparameters
         self._fits = 0
         self._model_asks = 0
@@ -148,7 +151,7 @@ class GPSearch:
     def _points(self) -> tuple[np.ndarray, np.ndarray]:
         """Own results and prior results, with their scaled losses (see the contract)."""
         own = np.array(self.y)
-        if not self.prior_y:
+        if not self.prior_y or len(own) >= self.prior_until:
             return np.array(self.x), self._scale(own)
         prior = np.array(self.prior_y)
         if len(own) >= OWN_SCALE_AFTER:
