@@ -358,3 +358,29 @@ def test_the_prior_is_left_out_once_the_child_has_enough_results_of_its_own():
     search.tell(np.array([0.9, 0.5]), 5.0)
     x, y = search._points()
     assert len(y) == 6 and x[:, 1].tolist() == [0.5] * 6  # own results only
+
+
+def test_random_never_repeats_a_configuration_an_identical_parent_ran(tmp_path):
+    ranges = {
+        "layers": {"type": "integer", "min_value": 1, "max_value": 4},
+        "opt": {"type": "categorical", "values": ["sgd", "adam"]},
+    }  # 8 configurations
+    parent = run(tmp_path, "parent", hyperparameter_ranges=ranges, max_jobs=5)
+    warm = {"parents": ["parent"], "type": "IdenticalDataAndAlgorithm"}
+    child = run(tmp_path, "child", hyperparameter_ranges=ranges, max_jobs=8, warm_start_config=warm)
+    ran = {key(j.hyperparameters) for j in parent.training_jobs()}
+    rest = [key(j.hyperparameters) for j in child.training_jobs()]
+    assert len(ran) == 5 and len(rest) == 3 and not ran & set(rest)
+    assert child.describe()["status_reason"] == "the search space is exhausted after 3 jobs"
+
+
+def test_hyperband_refuses_warm_start_when_the_definition_is_parsed(tmp_path):
+    data = job(
+        tmp_path,
+        strategy="Hyperband",
+        warm_start_config={"parents": ["p"], "type": "IdenticalDataAndAlgorithm"},
+    )
+    with pytest.raises(ValidationError) as info:
+        TuningJobDefinition.parse(data)
+    assert "warm_start_config.type: strategy 'Hyperband' takes no warm start" in str(info.value)
+    assert "got 'IdenticalDataAndAlgorithm'" in str(info.value)
