@@ -112,6 +112,13 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def ratio(warm: float, cold: float, budget: int) -> str:
+    """warm / cold; with the cold median past the budget, the bound warm / budget."""
+    if cold == INF:
+        return "inf" if warm == INF else f"< {warm / budget:.3g}"
+    return f"{warm / cold:.2f}"
+
+
 def shown(value: float) -> str:
     return ">budget" if value == INF else f"{value:g}"
 
@@ -168,30 +175,30 @@ def main() -> None:
     a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs))
     b = [] if args.only == "a" else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs))
     if a:
-        report_identical(a, args.parent_jobs)
+        report_identical(a, args.parent_jobs, args.child_jobs)
     if b:
-        report_transfer(b, epochs)
+        report_transfer(b, epochs, args.child_jobs)
 
 
-def report_identical(a: list[tuple], parent_jobs: int) -> None:
+def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
     warm_a, cold_a = median([r[1] for r in a]), median([r[2] for r in a])
     print(
         f"(a) IdenticalDataAndAlgorithm, jobs to the parent's best ({parent_jobs} jobs): "
         f"warm child median {shown(warm_a)}, cold median {shown(cold_a)}, ratio "
-        f"{warm_a / cold_a if cold_a not in (0, INF) else float('nan'):.2f}; warm <= 3: "
+        f"{ratio(warm_a, cold_a, budget)}; warm <= 3: "
         f"{'met' if warm_a <= 3 else 'NOT met'}; per seed warm {[shown(r[1]) for r in a]}, "
         f"cold {[shown(r[2]) for r in a]}"
     )
 
 
-def report_transfer(b: list[tuple], parent_epochs: int) -> None:
+def report_transfer(b: list[tuple], parent_epochs: int, budget: int) -> None:
     wins = sum(r[2] < r[1] for r in b)
     cold_b, warm_b = median([r[1] for r in b]), median([r[2] for r in b])
     print(
         f"(b) TransferLearning (parent at {parent_epochs} epochs), jobs to the cold job's "
         f"final best: "
         f"child median {shown(warm_b)}, cold median {shown(cold_b)}, ratio "
-        f"{warm_b / cold_b if cold_b not in (0, INF) else float('nan'):.2f}; child fewer in "
+        f"{ratio(warm_b, cold_b, budget)}; child fewer in "
         f"{wins} of {len(b)} seeds ({'met' if wins >= 0.7 * len(b) else 'NOT met'}); per seed "
         f"child {[shown(r[2]) for r in b]}, cold {[shown(r[1]) for r in b]}"
     )
