@@ -106,5 +106,6 @@ class Report(BaseModel):
     top: list[dict[str, Any]]
     points: list[dict[str, Any]]
     failed_jobs: list[dict[str, Any]] = []
+    warm_starts: list[dict[str, Any]] = []
     training_job_count: int = 0
     training_jobs: list[dict[str, Any]]

@@ -163,6 +163,13 @@ def test_transfer_learning_runs_the_parents_best_mapped_configurations_first(tmp
     assert d["warm_start"]["first_suggestions"] == len(first)
     assert d["warm_start"]["observations"] == 0  # nothing of another problem taken as exact
     assert d["warm_start"]["prior_observations"] == 8
+    from tuner.reports import build
+    from tuner.reports.render import tables
+
+    report = build(child.store, ["parent", "child"])
+    assert [w["run"] for w in report["warm_starts"]] == ["child"]
+    _, rows = dict(tables(report))["Warm start"]
+    assert rows == [["child", "TransferLearning", "parent (8 of 8)", "0", str(len(first)), "8"]]
     assert len(child.training_jobs()) == 5
 
 
