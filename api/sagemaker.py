@@ -6,7 +6,8 @@ The parts that apply are read: ``HyperParameterTuningJobConfig`` (``Strategy``,
 ``HyperbandStrategyConfig``'s ``MinResource``/``MaxResource``) and ``TrainingJobDefinition``
 (``AlgorithmSpecification`` with ``TrainingImage`` or ``ContainerEntrypoint``/
 ``ContainerArguments``, and ``MetricDefinitions``; ``StaticHyperParameters``;
-``StoppingCondition.MaxRuntimeInSeconds``).
+``StoppingCondition.MaxRuntimeInSeconds``), and ``WarmStartConfig``
+(``ParentHyperParameterTuningJobs[].HyperParameterTuningJobName``, ``WarmStartType``).
 SageMaker sends range bounds as strings; they are read as numbers. Anything else in the request
 (roles, VPC, S3 channels) is ignored. A missing or malformed part raises ``ValidationError``
 naming it.
@@ -145,6 +146,9 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         definition["random_seed"] = config["RandomSeed"]
     if "TargetObjectiveMetricValue" in criteria:
         definition["target_objective_value"] = criteria["TargetObjectiveMetricValue"]
+    warm = _object(body, "WarmStartConfig", False)
+    if warm:
+        definition["warm_start_config"] = _warm_start(warm)
     if not_improving.get("MaxNumberOfTrainingJobsNotImproving") is not None:
         definition["max_jobs_without_improvement"] = not_improving[
             "MaxNumberOfTrainingJobsNotImproving"
@@ -163,3 +167,23 @@ def _hyperband(config: Mapping[str, Any], static: Any) -> dict[str, Any]:
     if config.get("MaxResource") is not None:
         out["max_resource"] = _number(config["MaxResource"], f"{where}.MaxResource", int)
     return out
+
+
+def _warm_start(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Our ``warm_start_config`` (checked with the rest of the definition)."""
+    parents = config.get("ParentHyperParameterTuningJobs")
+    if not isinstance(parents, list):
+        raise ValidationError(
+            "WarmStartConfig.ParentHyperParameterTuningJobs must be a list of "
+            f"{{HyperParameterTuningJobName: ...}}, got {parents!r:.100}"
+        )
+    names = []
+    for i, parent in enumerate(parents):
+        name = parent.get("HyperParameterTuningJobName") if isinstance(parent, Mapping) else None
+        if not isinstance(name, str):
+            raise ValidationError(
+                f"WarmStartConfig.ParentHyperParameterTuningJobs[{i}].HyperParameterTuningJobName "
+                f"must be a string, got {parent!r:.100}"
+            )
+        names.append(name)
+    return {"parents": names, "type": config.get("WarmStartType")}

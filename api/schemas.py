@@ -90,6 +90,7 @@ class TuningJobDescription(BaseModel):
     created_at: float
     ended_at: float | None
     owner: str | None
+    warm_start: dict[str, Any] | None = None
     definition: dict[str, Any]
 
 
@@ -105,5 +106,6 @@ class Report(BaseModel):
     top: list[dict[str, Any]]
     points: list[dict[str, Any]]
     failed_jobs: list[dict[str, Any]] = []
+    warm_starts: list[dict[str, Any]] = []
     training_job_count: int = 0
     training_jobs: list[dict[str, Any]]

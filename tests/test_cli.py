@@ -196,6 +196,10 @@ def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
             },
             "x: unknown key 'min_vaule' in a continuous range",
         ),
+        (
+            {"warm_start_config": {"parents": [f"p{i}" for i in range(6)], "type": "Identical"}},
+            "warm_start_config.parents: List should have at most 5 items",
+        ),
     ],
 )
 def test_bad_definitions_exit_2_and_keep_earlier_jobs(tmp_path, overrides, message):

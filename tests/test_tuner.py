@@ -190,6 +190,15 @@ BAD = [
         "either static or tuned, not both; got ['x'] in both",
     ),
     ({"storage": "nonsense"}, "storage must be a SQLAlchemy URL"),
+    (
+        {"warm_start_config": {"parents": ["a", "a"], "type": "TransferLearning"}},
+        "warm_start_config.parents: parents must be distinct, got ['a'] more than once",
+    ),
+    (
+        {"warm_start_config": {"parents": ["a"], "type": "Transfer"}},
+        "warm_start_config.type: Input should be 'IdenticalDataAndAlgorithm' or "
+        "'TransferLearning', got 'Transfer'",
+    ),
 ]
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition
-from tuner.errors import TunerError
+from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition, final_objective, parse_log
 from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
@@ -46,8 +46,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         definition = TuningJobDefinition.parse(
             {**definition.to_json(), "tracking_uri": args.tracking_uri}
         )
+    if args.warm_start or args.warm_start_type:
+        definition = with_warm_start(definition, args.warm_start, args.warm_start_type)
     tuner = HyperparameterTuner.from_definition(definition, storage=args.storage)
     return _drive(tuner, lambda on_event: tuner.fit(wait=True, on_event=on_event), args)
+
+
+def with_warm_start(
+    definition: TuningJobDefinition, parents: list[str] | None, kind: str | None
+) -> TuningJobDefinition:
+    """The definition with ``--warm-start`` parents (replacing the file's) and
+    ``--warm-start-type`` (default: the file's, else IdenticalDataAndAlgorithm), re-checked."""
+    current = definition.warm_start_config
+    if not parents and current is None:
+        raise ValidationError(
+            f"--warm-start-type needs parents: add --warm-start NAME, got only {kind!r}"
+        )
+    data = definition.to_json()
+    data["warm_start_config"] = {
+        "parents": parents or (current.parents if current else []),
+        "type": kind or (current.type if current else "IdenticalDataAndAlgorithm"),
+    }
+    return TuningJobDefinition.parse(data)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -101,6 +121,10 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         "  training jobs: "
         + ", ".join(f"{k} {v}" for k, v in d["training_job_status_counters"].items() if v),
     ]
+    warm = d.get("warm_start")
+    if warm:
+        taken = ", ".join(f"{p['name']} ({p['used']} of {p['succeeded']})" for p in warm["parents"])
+        lines.append(f"  warm start {warm['type']} from {taken}")
     groups = d.get("failure_reasons") or []
     if groups:
         lines.append("  failure reasons:")
@@ -360,6 +384,17 @@ def parser() -> argparse.ArgumentParser:
     add_progress_flags(run)
     run.add_argument(
         "--tracking-uri", help="MLflow tracking URI (overrides the definition's tracking_uri)"
+    )
+    run.add_argument(
+        "--warm-start",
+        action="append",
+        metavar="NAME",
+        help="a parent tuning job to start from (repeat for up to 5; replaces the file's)",
+    )
+    run.add_argument(
+        "--warm-start-type",
+        metavar="TYPE",
+        help="IdenticalDataAndAlgorithm (default) or TransferLearning",
     )
     run.set_defaults(func=cmd_run)
 

@@ -24,8 +24,9 @@ from tuner.parameters import parameter_from_dict
 from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
-from tuner.strategies import make_strategy, strategy_name
+from tuner.strategies import make_strategy, strategy_class, strategy_name
 from tuner.tracking import check_tracking_uri
+from tuner.warm_start import WarmStartConfig
 
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
@@ -234,6 +235,8 @@ class TuningJobDefinition(_Strict):
     def _tracking_uri(cls, value: str | None) -> str | None:
         return None if value is None else check_tracking_uri(value)
 
+    warm_start_config: WarmStartConfig | None = None
+
     @field_validator("hyperparameter_ranges")
     @classmethod
     def _ranges(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -272,12 +275,32 @@ class TuningJobDefinition(_Strict):
                 f"a hyperparameter is either static or tuned, not both; got {sorted(both)} in both"
             )
         self._check_stopping()
+        self._check_warm_start()
         # The strategy is built here, by the code that runs it, so that its options are
         # checked (names, types, values, grid size) before anything is stored or started.
         make_strategy(
             self.strategy, self.space(), self.maximize, self.random_seed, self.strategy_arguments()
         )
         return self
+
+    def _check_warm_start(self) -> None:
+        """The strategy takes this warm-start type; a job is not its own parent (the parents
+        themselves are read and checked when the job is created: ``tuner.warm_start``)."""
+        warm = self.warm_start_config
+        if warm is None:
+            return
+        if self.name is not None and self.name in warm.parents:
+            raise ValueError(
+                f"warm_start_config.parents: a tuning job cannot be its own parent, got "
+                f"{self.name!r} among {warm.parents}"
+            )
+        cls = strategy_class(self.strategy)
+        if warm.type not in cls.warm_start_types:
+            raise ValueError(
+                f"warm_start_config.type: strategy {self.strategy!r} takes "
+                f"{list(cls.warm_start_types) or 'no warm start'}, got {warm.type!r}"
+                f"{cls.warm_start_refusal}"
+            )
 
     def _check_stopping(self) -> None:
         """Hyperband's config against the job; early stopping options (see HyperbandConfig)."""

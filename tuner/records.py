@@ -53,6 +53,7 @@ class TuningJob:
     ended_at: float | None
     owner: str | None = None
     lease_expires: float | None = None
+    warm_start: dict[str, Any] | None = None  # what it took from its parents (tuner.warm_start)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ Guarantees:
 - A tracker (``tuner.tracking``, MLflow with ``tracking_uri``) hears of each started job, each
   batch of metric points and each ended job, and of the tuning job's end; it never blocks or
   fails the loop, and it is told only after the store has the change.
+- Warm start (``tuner.warm_start``): what the tuning job took from its parents when it was
+  created is handed to the strategy before its own jobs are replayed, on every (re)start; it
+  changes no counter (parents' jobs never count towards ``max_jobs``, the patience of
+  ``max_jobs_without_improvement`` or the best job).
 - With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
   another process has taken the lease it leaves at once, touching no training job. Setting
   ``detach_event`` makes it leave the same way (its lease released) so another process can
@@ -62,6 +66,7 @@ from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
 from tuner.summary import stopped_early
 from tuner.tracking import Tracker, tracker_for
+from tuner.warm_start import prime
 
 log = logging.getLogger("tuner.scheduler")
 
@@ -260,6 +265,11 @@ class Scheduler:
             self.stop_event.wait(sleep)
 
     def _budget_verdict(self) -> tuple[TuningStatus, str]:
+        if self.launched == 0 and self.strategy.exhausted and not self.reruns:
+            return TuningStatus.FAILED, (
+                "the search space was exhausted before any training job ran "
+                "(warm-start parents had run every configuration)"
+            )
         if self.completed == 0:
             jobs = self.store.list_training_jobs(self.name)
             return TuningStatus.FAILED, no_success_reason(jobs, early=False)
@@ -533,6 +543,7 @@ class Scheduler:
     def _replay(self) -> None:
         """Resume from the training jobs already in the store (see the module docstring)."""
         not_started = []
+        prime(self.strategy, self.store.get_tuning_job(self.name).warm_start)
         jobs = self.store.list_training_jobs(self.name)
         self._replay_stopping(jobs)
         for job in jobs:

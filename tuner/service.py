@@ -21,6 +21,7 @@ from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
 from tuner.storage import Store
 from tuner.tuner import default_name, process_owner
+from tuner.warm_start import resolve
 
 log = logging.getLogger("tuner.service")
 
@@ -65,8 +66,13 @@ class TuningService:
             }
         )
         definition = definition.model_copy(update={"name": name, "job_definition": jd})
+        warm = resolve(self.store, definition)  # parents checked: a refusal stores nothing
         record = self.store.create_tuning_job(
-            name, definition.to_json(), self.owner, self.lease_seconds
+            name,
+            definition.to_json(),
+            self.owner,
+            self.lease_seconds,
+            warm.to_json() if warm else None,
         )
         self._launch(name)
         return record

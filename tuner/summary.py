@@ -17,6 +17,7 @@ from tuner.records import (
     TuningJob,
     TuningStatus,
 )
+from tuner.warm_start import summary as warm_start_summary
 
 
 def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:
@@ -58,7 +59,8 @@ def training_job_from_dict(data: dict[str, Any]) -> TrainingJob:
 def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
     """Status and reason, limits, counters of job and objective states (``stopped_early``: jobs
     a stopping rule ended), the failed jobs' reasons grouped with counts
-    (``tuner.failures.failure_groups``), best job, time used."""
+    (``tuner.failures.failure_groups``), best job, time used, and ``warm_start``: its parents
+    and how many observations came from each (None without warm start)."""
     definition = record.definition
     maximize = definition.get("objective_type", "Maximize") == "Maximize"
     best = best_of(jobs, maximize)
@@ -90,5 +92,6 @@ def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
         "created_at": record.created_at,
         "ended_at": record.ended_at,
         "owner": record.owner,
+        "warm_start": warm_start_summary(record.warm_start),
         "definition": definition,
     }

@@ -36,6 +36,7 @@ from tuner.records import TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
 from tuner.summary import best_of, describe
+from tuner.warm_start import WarmStartConfig, resolve
 
 
 def _both(first: EventHandler, second: EventHandler | None) -> EventHandler:
@@ -91,6 +92,10 @@ class HyperparameterTuner:
             stops jobs whose intermediate objective values are worse than the median of
             earlier jobs' running averages at the same step.
         early_stopping_options: the median rule's ``min_jobs`` (3) and ``warmup_steps`` (1).
+        warm_start_config: ``{"parents": [names], "type": "IdenticalDataAndAlgorithm" |
+            "TransferLearning"}`` (or a ``WarmStartConfig``): start from the results of up to
+            five ended tuning jobs in the same store (``tuner.warm_start`` says what each type
+            takes and what must match); checked when ``fit`` creates the job.
         storage: SQLAlchemy URL of the store (default ``$TUNER_DATABASE_URL``, else
             ``sqlite:///tuner-runs/tuner.db``).
         name: the tuning job's name (default: generated, unique).
@@ -121,6 +126,7 @@ class HyperparameterTuner:
         strategy_config: Mapping[str, Any] | None = None,
         early_stopping_type: str = "Off",
         early_stopping_options: Mapping[str, Any] | None = None,
+        warm_start_config: WarmStartConfig | Mapping[str, Any] | None = None,
         storage: str | None = None,
         name: str | None = None,
         service_url: str | None = None,
@@ -164,6 +170,9 @@ class HyperparameterTuner:
                 "target_objective_value": target_objective_value,
                 "max_jobs_without_improvement": max_jobs_without_improvement,
                 "tracking_uri": tracking_uri,
+                "warm_start_config": warm_start_config.model_dump()
+                if isinstance(warm_start_config, WarmStartConfig)
+                else warm_start_config,
             }
         )
         self._init(definition, storage, service_url, service_token)
@@ -272,7 +281,14 @@ class HyperparameterTuner:
             owner=owner,
             lease_seconds=lease_seconds(),
         )
-        self.store.create_tuning_job(self.name, definition.to_json(), owner, lease_seconds())
+        warm = resolve(self.store, definition)  # parents checked: a refusal stores nothing
+        self.store.create_tuning_job(
+            self.name,
+            definition.to_json(),
+            owner,
+            lease_seconds(),
+            warm.to_json() if warm else None,
+        )
         self._scheduler = scheduler
         if wait:
             bar = self._progress_bar(progress)

@@ -129,6 +129,55 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         ["tracking_uri must be an MLflow tracking URI", "'localhost:5000'"],
         False,
     ),
+    (
+        "warm-start-type",
+        _set("warm_start_config", {"parents": ["p1"], "type": "Identical"}),
+        [
+            "warm_start_config.type",
+            "'IdenticalDataAndAlgorithm' or 'TransferLearning'",
+            "Identical",
+        ],
+        True,
+    ),
+    (
+        "warm-start-no-parent",
+        _set("warm_start_config", {"parents": [], "type": "TransferLearning"}),
+        ["warm_start_config.parents", "at least 1 item", "[]"],
+        True,
+    ),
+    (
+        "warm-start-six-parents",
+        _set(
+            "warm_start_config",
+            {"parents": [f"p{i}" for i in range(6)], "type": "TransferLearning"},
+        ),
+        ["warm_start_config.parents", "at most 5 items", "6"],
+        True,
+    ),
+    (
+        "warm-start-twice",
+        _set("warm_start_config", {"parents": ["p1", "p2", "p1"], "type": "TransferLearning"}),
+        ["warm_start_config.parents", "parents must be distinct", "['p1'] more than once"],
+        True,
+    ),
+    (
+        "warm-start-grid",
+        lambda d: d.update(
+            strategy="Grid", warm_start_config={"parents": ["p1"], "type": "TransferLearning"}
+        ),
+        [
+            "warm_start_config.type",
+            "'Grid' takes ['IdenticalDataAndAlgorithm']",
+            "'TransferLearning'",
+        ],
+        True,
+    ),
+    (
+        "warm-start-itself",
+        _set("warm_start_config", {"parents": ["bad-one"], "type": "TransferLearning"}),
+        ["cannot be its own parent", "'bad-one'"],
+        True,
+    ),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -164,7 +213,21 @@ def to_sagemaker(d: dict[str, Any]) -> dict[str, Any]:
         config["TuningJobCompletionCriteria"] = {
             "TargetObjectiveMetricValue": d["target_objective_value"]
         }
+    warm = d.get("warm_start_config")
+    extra = (
+        {
+            "WarmStartConfig": {
+                "ParentHyperParameterTuningJobs": [
+                    {"HyperParameterTuningJobName": p} for p in warm["parents"]
+                ],
+                "WarmStartType": warm["type"],
+            }
+        }
+        if warm
+        else {}
+    )
     return {
+        **extra,
         "HyperParameterTuningJobName": d["name"],
         "HyperParameterTuningJobConfig": config,
         "TrainingJobDefinition": {
@@ -301,3 +364,56 @@ def test_healthz_answers_while_a_catastrophic_regex_parses_a_log(service: httpx.
     assert done["status"] == "Completed", done
     assert slowest < 2.0, f"/healthz took {slowest:.2f} s while the log was parsed"
     service.post("/tuning-jobs/evil-regex/stop")
+
+
+MISSING_PARENT = {"parents": ["ghost"], "type": "IdenticalDataAndAlgorithm"}
+MISSING_WORDS = ["every parent must be a tuning job in this store", "'ghost'"]
+
+
+def test_a_missing_parent_is_refused_at_every_door_when_the_job_is_created(
+    tmp_path: Path, service: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Parents are read from the store when the job is created: Python ``fit``, ``tuner run``
+    (file and ``--warm-start``), REST and SageMaker's shape all refuse, storing nothing."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    data = definition(name="bad-one", warm_start_config=MISSING_PARENT)
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuner.from_definition(data, storage=url).fit(progress=False)
+    errors = [str(info.value)]
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["--storage", url, "run", str(config), "--no-progress"]) == 2
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(definition(name="bad-one")))
+    flags = ["--warm-start", "ghost", "--warm-start-type", "TransferLearning"]
+    assert main(["--storage", url, "run", str(plain), *flags, "--no-progress"]) == 2
+    errors.append(capsys.readouterr().err)
+    assert Store(url).list_tuning_jobs() == []
+    for body in (data, to_sagemaker(data)):
+        response = post(service, body)
+        assert response.status_code == 400, response.text
+        errors.append(response.json()["detail"])
+    for error in errors:
+        for word in MISSING_WORDS:
+            assert word in error, error
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--warm-start", "p1", "--warm-start", "p1"], ["parents must be distinct", "['p1']"]),
+        (["--warm-start", "p1", "--warm-start-type", "Both"], ["warm_start_config.type", "Both"]),
+        (["--warm-start-type", "TransferLearning"], ["--warm-start-type needs parents"]),
+    ],
+)
+def test_warm_start_flags_are_checked_like_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], words: list[str]
+) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(definition(name="bad-one")))
+    url = f"sqlite:///{tmp_path}/t.db"
+    assert main(["--storage", url, "run", str(config), *flags, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    for word in words:
+        assert word in err
+    assert Store(url).list_tuning_jobs() == []

@@ -13,7 +13,8 @@ Compute is training-seconds actually used (a job's duration times its GPUs, a fr
 counted by its share; one CPU per job without GPUs), so the curves also give best so far
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per run over that of the first
-full-budget arm (``compute_reference``).
+full-budget arm (``compute_reference``). ``warm_starts`` lists the runs that started from
+earlier tuning jobs: their parents and what was taken from each (``tuner.warm_start``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tuner.failures import failure_groups
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
 from tuner.storage import Store
 from tuner.summary import stopped_early, training_job_dict
+from tuner.warm_start import summary as warm_start_summary
 
 
 @dataclass
@@ -236,6 +238,15 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
             for run in runs
             for j in run.jobs
             if j.status is TrainingStatus.FAILED
+        ],
+        "warm_starts": [
+            {
+                "run": run.record.name,
+                "arm": run.arm,
+                **(warm_start_summary(run.record.warm_start) or {}),
+            }
+            for run in runs
+            if run.record.warm_start
         ],
         "training_job_count": sum(len(run.jobs) for run in runs),
         "training_jobs": [

@@ -325,6 +325,23 @@ def failed_jobs_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]
     return ["arm", "training job", "status", "reason"], rows
 
 
+def warm_start_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Runs that started from parents: each parent with the jobs used of its succeeded ones."""
+    rows = [
+        [
+            w["run"],
+            w["type"],
+            ", ".join(f"{p['name']} ({p['used']} of {p['succeeded']})" for p in w["parents"]),
+            str(w["observations"]),
+            str(w["first_suggestions"]),
+            str(w.get("prior_observations", 0)),
+        ]
+        for w in data["warm_starts"]
+    ]
+    head = ["run", "type", "parents (used of succeeded)", "observations", "first", "prior"]
+    return head, rows
+
+
 def headline(data: dict[str, Any]) -> str | None:
     """A plain sentence when no training job succeeded, else None."""
     if data["points"]:
@@ -368,6 +385,8 @@ def tables(data: dict[str, Any]) -> list[tuple[str, tuple[list[str], list[list[s
         ("Jobs needed to reach the other arms' best", reach_table(data)),
         ("Top configurations", top_table(data)),
     ]
+    if data.get("warm_starts"):
+        out.append(("Warm start", warm_start_table(data)))
     if data.get("failed_jobs"):
         out.append(("Why training jobs failed", failure_table(data)))
     if data.get("failed_jobs") and not data["points"]:

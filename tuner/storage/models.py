@@ -29,6 +29,7 @@ class TuningJobRow(Base):
     lease_expires: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
+    warm_start: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # tuner.warm_start
 
     training_jobs: Mapped[list[TrainingJobRow]] = relationship(
         back_populates="tuning_job", cascade="all, delete-orphan"

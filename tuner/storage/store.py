@@ -129,6 +129,7 @@ def _tuning(row: TuningJobRow) -> TuningJob:
         ended_at=row.ended_at,
         owner=row.owner,
         lease_expires=row.lease_expires,
+        warm_start=row.warm_start,
     )
 
 
@@ -192,9 +193,15 @@ class Store:
     # Tuning jobs
 
     def create_tuning_job(
-        self, name: str, definition: dict[str, Any], owner: str | None = None, ttl: float = 0
+        self,
+        name: str,
+        definition: dict[str, Any],
+        owner: str | None = None,
+        ttl: float = 0,
+        warm_start: dict[str, Any] | None = None,
     ) -> TuningJob:
-        """Record a new InProgress tuning job, leased to ``owner`` for ``ttl`` s when given."""
+        """Record a new InProgress tuning job, leased to ``owner`` for ``ttl`` s when given,
+        with what it took from its parents (``tuner.warm_start``) when it has any."""
         now = time.time()
         row = TuningJobRow(
             name=name,
@@ -204,6 +211,7 @@ class Store:
             created_at=now,
             owner=owner,
             lease_expires=now + ttl if owner else None,
+            warm_start=warm_start,
         )
         try:
             with self._session() as session:

@@ -10,6 +10,15 @@ Contract:
 - The same seed and the same sequence of asks and tells give the same suggestions.
 - Values are given in the user's direction; strategies minimize ``loss = -value`` when
   maximizing.
+- Warm start (``tuner.warm_start``): ``warm_start(observations, first, prior)`` comes before
+  any other call. By default ``observations`` (exact results of the same objective, from
+  IdenticalDataAndAlgorithm parents) are told like the strategy's own, so a model-based
+  strategy fits them and no strategy suggests one of them again; ``first`` configurations
+  (TransferLearning) are suggested before the strategy's own, skipping any already asked or
+  told; ``prior`` results (TransferLearning: a related problem's) are ignored by default, and a
+  strategy that can use them without taking them as its own results says how (Bayesian).
+  ``warm_start_types`` lists the types a strategy takes (the definition refuses others, with
+  ``warm_start_refusal`` saying why).
 
 Subclasses implement ``_propose(n)`` (candidate configurations) and ``_observe`` (a result);
 this base class removes duplicates, keeps track of pending configurations and of the direction.
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +43,8 @@ class Strategy(ABC):
     """A search strategy over one search space, for one objective direction."""
 
     name: ClassVar[str]
+    warm_start_types: ClassVar[tuple[str, ...]] = ("IdenticalDataAndAlgorithm", "TransferLearning")
+    warm_start_refusal: ClassVar[str] = ""
 
     def __init__(self, space: SearchSpace, maximize: bool = True, seed: int | None = None) -> None:
         self.space = space
@@ -42,13 +54,38 @@ class Strategy(ABC):
         self._seen: set[tuple[Any, ...]] = set()
         self.pending: dict[tuple[Any, ...], Config] = {}
         self.exhausted = False
+        self._first: list[Config] = []
+
+    def warm_start(
+        self,
+        observations: Sequence[tuple[Config, float]],
+        first: Sequence[Config] = (),
+        prior: Sequence[tuple[Config, float]] = (),
+    ) -> None:
+        """Parents' results, before anything else is asked or told (see the contract)."""
+        for config, value in prior:
+            self.space.validate(config)
+            self._prior(config, -float(value) if self.maximize else float(value))
+        for config, value in observations:
+            self.tell(config, value)
+        for config in first:
+            self.space.validate(config)
+            self._first.append(dict(config))
 
     def ask(self, n: int) -> list[Config]:
         """Up to ``n`` new, distinct configurations (see the module contract)."""
         if not isinstance(n, int) or n < 1:
             raise ValidationError(f"ask(n) needs n >= 1, got {n!r}")
         accepted: list[Config] = []
-        for candidate in self._propose(n):
+        while self._first and len(accepted) < n:
+            queued = self._first.pop(0)
+            if self.space.key(queued) not in self._seen:
+                self._seen.add(self.space.key(queued))
+                self.pending[self.space.key(queued)] = queued
+                accepted.append(queued)
+        if len(accepted) == n:
+            return accepted
+        for candidate in self._propose(n - len(accepted)):
             config: Config | None = candidate
             if self.space.key(candidate) in self._seen:
                 self._discard(candidate)
@@ -83,6 +120,9 @@ class Strategy(ABC):
         key = self.space.key(config)
         self._seen.add(key)
         self.pending[key] = config
+
+    def _prior(self, config: Config, loss: float) -> None:
+        """A related problem's result in minimization form (hook; ignored by default)."""
 
     def _fallback(self) -> Config | None:
         """A random configuration not seen yet, or None when the space is used up."""

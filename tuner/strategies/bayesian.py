@@ -199,6 +199,12 @@ class BayesianStrategy(Strategy):
     def _point(self, config: Config) -> list[float]:
         return [float(x) for x in self.space.encode(config)]
 
+    def _prior(self, config: Config, loss: float) -> None:
+        """TransferLearning parents' results: the native engine models them as a prior (scaled
+        apart from its own results, ``gp.py``); the other engines ignore them."""
+        if self.engine == "native" and np.isfinite(loss):
+            self._native.add_prior(np.asarray(self._point(config)), loss)
+
     def _observe(self, config: Config, loss: float | None) -> None:
         if self.engine == "optuna":
             self._observe_optuna(config, loss)

@@ -24,6 +24,13 @@ the same points.
   half a length scale wide in each dimension (a trust region, as in TuRBO: Eriksson et al.,
   NeurIPS 2019). That makes the search converge inside the basin it has found, which expected
   improvement alone does slowly, while the other half keeps exploring.
+- Prior results (``add_prior``: a related problem's, e.g. a TransferLearning parent's) join the
+  model as extra points, their losses scaled on their own (centred and divided as above), so
+  only their shape is trusted, never their level; own results are scaled on their own too once
+  there are ``OWN_SCALE_AFTER``, before that with the prior's median and deviation. They count
+  towards ``n_initial_points``; the fitted noise grows where prior and own results disagree.
+  Once there are ``prior_until`` own results (``n_initial_points``, at least twice the
+  dimensions plus two), the prior is left out: from then on only own results are modelled.
 - Batches and pending points: each chosen point is added to the model with a lie for its loss
   before the next one is chosen, with the hyperparameters kept. For expected improvement the
   lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
@@ -56,6 +63,7 @@ PRIOR = Prior()
 LOCAL_BETA = 1.0  # the trust region's acquisition: -(mean - LOCAL_BETA * std)
 BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
+OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
 
 
 class GPSearch:
@@ -78,6 +86,9 @@ class GPSearch:
         self.fit_points = fit_points
         self.x: list[np.ndarray] = []
         self.y: list[float] = []
+        self.prior_x: list[np.ndarray] = []
+        self.prior_y: list[float] = []
+        self.prior_until = max(n_initial_points, 2 * (dimensions + 1))
         self._theta: np.ndarray | None = None  # the last fit's hyperparameters
         self._fits = 0
         self._model_asks = 0
@@ -86,6 +97,11 @@ class GPSearch:
     def tell(self, x: np.ndarray, loss: float) -> None:
         self.x.append(np.asarray(x, dtype=float))
         self.y.append(float(loss))
+
+    def add_prior(self, x: np.ndarray, loss: float) -> None:
+        """A result of a related problem (see the module contract)."""
+        self.prior_x.append(np.asarray(x, dtype=float))
+        self.prior_y.append(float(loss))
 
     def ask(self, n: int, pending: list[np.ndarray]) -> list[np.ndarray]:
         # One BLAS thread: at these matrix sizes (up to a few hundred) threads only add
@@ -99,7 +115,8 @@ class GPSearch:
         out: list[np.ndarray] = []
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
         for _ in range(n):
-            if len(self.y) + len(busy) < self.n_initial_points or len(self.y) < 2:
+            known = len(self.y) + len(self.prior_y)
+            if known + len(busy) < self.n_initial_points or known < 2:
                 point = self._sobol_points(1)[0]
             else:
                 if model is None:
@@ -116,7 +133,7 @@ class GPSearch:
 
     def _fit(self) -> tuple[GaussianProcess, np.ndarray, np.ndarray]:
         """The model of the results so far, with the points and scaled losses it holds."""
-        x, y = np.array(self.x), self._scale(np.array(self.y))
+        x, y = self._points()
         x, y = self._subset(x, y, self.model_points)
         fit_x, fit_y = self._subset(x, y, self.fit_points)
         fresh = GaussianProcess.default_theta(self.dimensions, PRIOR)
@@ -130,6 +147,20 @@ class GPSearch:
         self._theta = gp.theta
         self._fits += 1
         return gp.condition(x, y), x, y
+
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        """Own results and prior results, with their scaled losses (see the contract)."""
+        own = np.array(self.y)
+        if not self.prior_y or len(own) >= self.prior_until:
+            return np.array(self.x), self._scale(own)
+        prior = np.array(self.prior_y)
+        if len(own) >= OWN_SCALE_AFTER:
+            own_scaled = self._scale(own)
+        else:
+            spread = float(prior.std()) or 1.0
+            own_scaled = (own - float(np.median(prior))) / spread
+        x = np.array(self.prior_x + self.x).reshape(-1, self.dimensions)
+        return x, np.concatenate([self._scale(prior), own_scaled])
 
     def _subset(self, x: np.ndarray, y: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """At most ``size`` observations: the best third and a random rest."""

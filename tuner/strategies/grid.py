@@ -20,7 +20,14 @@ MAX_GRID_SIZE = 1_000_000
 
 
 class GridStrategy(Strategy):
+    """Warm start: IdenticalDataAndAlgorithm only; configurations a parent ran are skipped."""
+
     name = "Grid"
+    warm_start_types = ("IdenticalDataAndAlgorithm",)
+    warm_start_refusal = (
+        ": a grid's points are fixed, so another problem's results cannot steer it; with "
+        "IdenticalDataAndAlgorithm it skips the configurations its parents ran"
+    )
 
     def __init__(
         self,

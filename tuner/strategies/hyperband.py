@@ -23,7 +23,15 @@ from tuner.strategies.bayesian import BayesianStrategy
 
 
 class HyperbandStrategy(Strategy):
+    """Warm start is refused: its models are per resource level (rung), and parents' final
+    results carry no rung values to fit them with."""
+
     name = "Hyperband"
+    warm_start_types = ()
+    warm_start_refusal = (
+        ": its sampler models the results of one rung, which parents do not provide; "
+        "use Bayesian or TPE to warm-start"
+    )
 
     def __init__(
         self,

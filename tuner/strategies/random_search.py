@@ -7,7 +7,9 @@ from tuner.strategies.base import Strategy
 
 
 class RandomStrategy(Strategy):
-    """Seeded random search; results do not change what it suggests."""
+    """Seeded random search; results do not change what it suggests. Warm start: it never
+    suggests a configuration an identical parent ran, and runs a TransferLearning child's
+    first suggestions before its draws."""
 
     name = "Random"
 

@@ -1,0 +1,208 @@
+"""Warm start on the digits problem: warm-started children against cold starts, side by side.
+
+The problem is the quickstart's (``examples/train_digits_sgd.py``): validation accuracy of a
+one-hidden-layer network trained by SGD on scikit-learn's digits, over ``learning_rate``
+(0.001-2, log), ``momentum`` (0-0.99, reverse log) and ``wd`` (1e-6-0.1, log), trained
+in-process with a fixed seed on one BLAS thread (as ``bench/optimizers.py``). Every job runs
+through our Bayesian strategy's ask/tell API, one at a time, and what a child takes from its
+parents is computed by ``tuner.warm_start.take``, the function ``tuner`` itself uses.
+
+(a) IdenticalDataAndAlgorithm: a parent runs ``--parent-jobs`` jobs at 10 epochs; a child with
+    the same problem, warm-started from it, and a cold job with the child's seed, each run up
+    to ``--child-jobs`` jobs; figure: jobs until each reaches the parent's best (goal: the
+    warm child's median <= 3).
+(b) TransferLearning: a parent tuned at 3 epochs (``--parent-jobs`` jobs), a cold job at 10
+    epochs (``--child-jobs`` jobs) and a child at 10 epochs with a narrower learning-rate range
+    (0.001-1: the parent's configurations are clipped into it); figure: jobs until each reaches
+    the cold job's final best (goal: the child in fewer jobs than the cold job in >= 7 of 10
+    seeds; a child that never does counts as a loss).
+
+    python bench/warm_start.py [--seeds 10] [--first-seed 0] [--parent-jobs 20] [--child-jobs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.optimizers import _digits
+from tuner import ContinuousParameter, SearchSpace
+from tuner.space import Config
+from tuner.strategies import make_strategy
+from tuner.warm_start import IDENTICAL, TRANSFER, ParentResults, WarmStart, take
+
+INF = float("inf")
+_CACHE: dict[tuple[int, float, float, float], float] = {}
+
+
+def space(max_learning_rate: float = 2.0) -> SearchSpace:
+    return SearchSpace(
+        {
+            "learning_rate": ContinuousParameter(0.001, max_learning_rate, "Logarithmic"),
+            "momentum": ContinuousParameter(0.0, 0.99, "ReverseLogarithmic"),
+            "wd": ContinuousParameter(0.000001, 0.1, "Logarithmic"),
+        }
+    )
+
+
+def accuracy(config: Config, epochs: int) -> float:
+    """Validation accuracy after ``epochs`` epochs (0 when training diverged); cached, as
+    training is deterministic."""
+    key = (epochs, config["learning_rate"], config["momentum"], config["wd"])
+    if key not in _CACHE:
+        from sklearn.neural_network import MLPClassifier
+
+        x_train, x_val, y_train, y_val = _digits()
+        model = MLPClassifier(
+            hidden_layer_sizes=(32,),
+            solver="sgd",
+            learning_rate_init=config["learning_rate"],
+            momentum=config["momentum"],
+            nesterovs_momentum=False,
+            alpha=config["wd"],
+            batch_size=64,
+            random_state=0,
+        )
+        classes = np.unique(y_train)
+        with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
+            for _ in range(epochs):
+                model.partial_fit(x_train, y_train, classes=classes)
+            proba = model.predict_proba(x_val)
+        ok = np.all(np.isfinite(proba))
+        _CACHE[key] = float(np.mean(classes[proba.argmax(axis=1)] == y_val)) if ok else 0.0
+    return _CACHE[key]
+
+
+def tune(
+    s: SearchSpace, epochs: int, jobs: int, seed: int, warm: WarmStart | None = None
+) -> list[tuple[Config, float]]:
+    """``jobs`` sequential jobs of the Bayesian strategy, warm-started when ``warm`` is given."""
+    strategy = make_strategy("Bayesian", s, maximize=True, seed=seed)
+    if warm is not None:
+        strategy.warm_start(warm.observations, warm.first, warm.prior)
+    out = []
+    for _ in range(jobs):
+        (config,) = strategy.ask(1)
+        value = accuracy(config, epochs)
+        strategy.tell(config, value)
+        out.append((config, value))
+    return out
+
+
+def jobs_to(results: list[tuple[Config, float]], target: float) -> float:
+    """1-based number of jobs until a result is at least ``target`` (inf: never)."""
+    for i, (_, value) in enumerate(results, 1):
+        if value >= target - 1e-12:
+            return i
+    return INF
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def ratio(warm: float, cold: float, budget: int) -> str:
+    """warm / cold; with the cold median past the budget, the bound warm / budget."""
+    if cold == INF:
+        return "inf" if warm == INF else f"< {warm / budget:.3g}"
+    return f"{warm / cold:.2f}"
+
+
+def shown(value: float) -> str:
+    return ">budget" if value == INF else f"{value:g}"
+
+
+def identical(seed: int, parent_jobs: int, child_jobs: int) -> tuple[float, float, float]:
+    s = space()
+    parent = tune(s, 10, parent_jobs, seed)
+    best = max(v for _, v in parent)
+    warm = take(IDENTICAL, s, True, [ParentResults("parent", {}, parent)])
+    child = tune(s, 10, child_jobs, seed + 1000, warm)
+    cold = tune(s, 10, child_jobs, seed + 1000)
+    return best, jobs_to(child, best), jobs_to(cold, best)
+
+
+def transfer(
+    seed: int, parent_jobs: int, child_jobs: int, parent_epochs: int = 3
+) -> tuple[float, float, float, float]:
+    parent_definition = {"job_definition": {"static_hyperparameters": {"epochs": parent_epochs}}}
+    parent = tune(space(), parent_epochs, parent_jobs, seed)
+    s = space(max_learning_rate=1.0)
+    cold = tune(s, 10, child_jobs, seed + 1000)
+    target = max(v for _, v in cold)
+    warm = take(TRANSFER, s, True, [ParentResults("parent", parent_definition, parent)])
+    child = tune(s, 10, child_jobs, seed + 1000, warm)
+    return target, jobs_to(cold, target), jobs_to(child, target), max(v for _, v in child)
+
+
+def run(name: str, seeds: range, one: Callable[[int], tuple[float, ...]]) -> list[tuple]:
+    rows = []
+    for seed in seeds:
+        began = time.perf_counter()
+        row = one(seed)
+        rows.append(row)
+        seconds = time.perf_counter() - began
+        print(f"  {name} seed {seed}: {[shown(v) for v in row]} ({seconds:.0f} s)", flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--parent-jobs", type=int, default=20)
+    parser.add_argument("--child-jobs", type=int, default=20)
+    parser.add_argument("--parent-epochs", type=int, default=3, help="(b)'s parent (child: 10)")
+    parser.add_argument("--only", choices=["a", "b"], help="run one of the two")
+    args = parser.parse_args()
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    jobs, epochs = (args.parent_jobs, args.child_jobs), args.parent_epochs
+    print(
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}; seeds {seeds.start}-{seeds.stop - 1}"
+    )
+    a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs))
+    b = [] if args.only == "a" else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs))
+    if a:
+        report_identical(a, args.parent_jobs, args.child_jobs)
+    if b:
+        report_transfer(b, epochs, args.child_jobs)
+
+
+def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
+    warm_a, cold_a = median([r[1] for r in a]), median([r[2] for r in a])
+    print(
+        f"(a) IdenticalDataAndAlgorithm, jobs to the parent's best ({parent_jobs} jobs): "
+        f"warm child median {shown(warm_a)}, cold median {shown(cold_a)}, ratio "
+        f"{ratio(warm_a, cold_a, budget)}; warm <= 3: "
+        f"{'met' if warm_a <= 3 else 'NOT met'}; per seed warm {[shown(r[1]) for r in a]}, "
+        f"cold {[shown(r[2]) for r in a]}"
+    )
+
+
+def report_transfer(b: list[tuple], parent_epochs: int, budget: int) -> None:
+    wins = sum(r[2] < r[1] for r in b)
+    cold_b, warm_b = median([r[1] for r in b]), median([r[2] for r in b])
+    print(
+        f"(b) TransferLearning (parent at {parent_epochs} epochs), jobs to the cold job's "
+        f"final best: "
+        f"child median {shown(warm_b)}, cold median {shown(cold_b)}, ratio "
+        f"{ratio(warm_b, cold_b, budget)}; child fewer in "
+        f"{wins} of {len(b)} seeds ({'met' if wins >= 0.7 * len(b) else 'NOT met'}); per seed "
+        f"child {[shown(r[2]) for r in b]}, cold {[shown(r[1]) for r in b]}"
+    )
+
+
+if __name__ == "__main__":
+    main()

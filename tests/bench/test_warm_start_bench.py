@@ -1,0 +1,17 @@
+"""bench/warm_start.py runs (tiny) so it cannot rot: real digits training, both types."""
+
+from __future__ import annotations
+
+import math
+
+from bench.warm_start import identical, transfer
+
+
+def test_both_warm_start_figures_come_out():
+    best, warm, cold = identical(0, parent_jobs=4, child_jobs=2)
+    assert 0.5 < best <= 1.0
+    assert warm in (1, 2, math.inf) and cold in (1, 2, math.inf)
+    target, cold_jobs, child_jobs, child_best = transfer(0, parent_jobs=4, child_jobs=3)
+    assert cold_jobs in (1, 2, 3)  # the cold job reaches its own final best
+    assert child_jobs in (1, 2, 3, math.inf) and 0.5 < child_best <= 1.0
+    assert 0.5 < target <= 1.0
