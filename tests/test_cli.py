@@ -244,3 +244,12 @@ def test_run_with_hyperband_shows_jobs_stopped_early(tmp_path):
     stopped = described["stopped_early"]
     assert stopped == described["training_job_status_counters"]["Stopped"] >= 1
     assert f"{stopped} stopped early" in result.stderr  # the progress bar
+
+
+def test_a_bad_name_flag_is_refused_like_a_bad_name_in_the_file(tmp_path):
+    data = definition(tmp_path, max_jobs=1, max_parallel_jobs=1)
+    result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "../escape")
+    assert result.returncode == 2
+    assert "name: String should match pattern" in result.stderr and "'../escape'" in result.stderr
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "runs").exists()
+    assert tuner(tmp_path, "list").stdout.count("\n") == 1  # the header alone: nothing stored

@@ -40,12 +40,10 @@ def _when(seconds: float | None) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     definition = TuningJobDefinition.load(args.config)
-    if args.name:
-        definition = definition.model_copy(update={"name": args.name})
-    if args.tracking_uri:
-        definition = TuningJobDefinition.parse(
-            {**definition.to_json(), "tracking_uri": args.tracking_uri}
-        )
+    flags = {"name": args.name, "tracking_uri": args.tracking_uri}
+    overrides = {key: value for key, value in flags.items() if value}
+    if overrides:  # checked as the file's values are
+        definition = TuningJobDefinition.parse({**definition.to_json(), **overrides})
     if args.warm_start or args.warm_start_type:
         definition = with_warm_start(definition, args.warm_start, args.warm_start_type)
     tuner = HyperparameterTuner.from_definition(definition, storage=args.storage)
