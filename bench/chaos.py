@@ -14,7 +14,7 @@ processes left, the longest time the tuning job's lease went without a heartbeat
 kills were done and restarts came back. Goal: all zero, every kill done and every restart back
 (exit status 1 otherwise).
 
-    python bench/chaos.py                 # 40 jobs, 20 kills (about 4 minutes)
+    python bench/chaos.py                 # 40 jobs, 20 kills (about 5 minutes)
     python bench/chaos.py --postgres postgresql+psycopg://postgres@127.0.0.1:55432/postgres
     python bench/chaos.py --jobs 8 --kills 3 --job-seconds 3   # the small version the tests run
 """
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=40)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--job-seconds", type=float, default=6.0, help="each training job's run")
+    parser.add_argument("--job-seconds", type=float, default=10.0, help="each training job's run")
     parser.add_argument(
         "--postgres",
         help="a PostgreSQL server's URL instead of SQLite: each run creates and drops a database",
