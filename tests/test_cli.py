@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import signal
+import string
 import subprocess
 import sys
 import time
@@ -172,6 +175,53 @@ def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
     assert result.returncode == 1
     assert "accuracy (objective): no match" in result.stdout
     assert "a training job with this log would fail" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("regex", "reason"),
+    [
+        (r"validation: loss=(\S+) accuracy=\1", r"invalid escape sequence: \1"),
+        (r"accuracy=(?=0)([0-9.]+)", "invalid perl operator: (?="),
+    ],
+)
+def test_check_metrics_says_which_regex_re2_refuses_and_why(tmp_path, regex, reason):
+    log = tmp_path / "sample.log"
+    log.write_text("[Epoch 0] validation: loss=0.5 accuracy=0.5\n")
+    metrics = [{"Name": "accuracy", "Regex": regex}]
+    config = write(tmp_path, definition(tmp_path, metric_definitions=metrics))
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr == (
+        "tuner: error: invalid tuning job definition:\n"
+        "  metric_definitions: Regex of metric 'accuracy' must be valid RE2 syntax (linear-time "
+        f"engine: no backreferences, no lookaround), got {regex!r}: {reason}\n"
+    )
+
+
+def test_check_metrics_flags_a_slow_regex(tmp_path):
+    """RE2 keeps every regex linear, but some are slow per byte (a DFA that keeps falling back
+    to the NFA): 100 KB of log take it several seconds, over the 1 s (per MB) that is flagged."""
+    rng = random.Random(0)
+    letters = string.ascii_lowercase + string.digits + " =."
+    noise = ["".join(rng.choice(letters) for _ in range(100)) for _ in range(1000)]
+    log = tmp_path / "sample.log"
+    log.write_text("\n".join([*noise, "[Epoch 0] validation: loss=0.5 accuracy=0.5"]) + "\n")
+    slow = r"(?:\w{1,9}\W{0,3}){1,80}acc=([0-9.]+)"
+    metrics = [
+        {"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.]+)"},
+        {"Name": "slow", "Regex": slow},
+    ]
+    config = write(tmp_path, definition(tmp_path, metric_definitions=metrics))
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert result.returncode == 0, result.stderr  # slow is a warning: the objective is there
+    flagged = [line for line in result.stdout.splitlines() if "is slow" in line]
+    assert len(flagged) == 1, result.stdout
+    assert re.fullmatch(
+        f"  slow: regex {re.escape(repr(slow))} is slow: [0-9]+[.][0-9]{{2}} s for this log "
+        "[(]more than 1.0 s per MB[)]; simplify it",
+        flagged[0],
+    ), flagged[0]
+    assert "accuracy (objective): 1 values [0.5]" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from tuner.scheduler import INTERRUPTED, Scheduler
 from tuner.storage import Store
 
 
-def definition(tmp_path: Path, sleep: float, **kw) -> TuningJobDefinition:
+def definition(tmp_path: Path, sleep: float, job: dict | None = None, **kw) -> TuningJobDefinition:
     return TuningJobDefinition.parse(
         {
             "name": "resume",
@@ -29,6 +29,7 @@ def definition(tmp_path: Path, sleep: float, **kw) -> TuningJobDefinition:
                 "command": fake_command(),
                 "static_hyperparameters": {"sleep": sleep, "epochs": 3},
                 "output_path": str(tmp_path / "runs"),
+                **(job or {}),
             },
             **kw,
         }
@@ -97,6 +98,34 @@ def test_jobs_that_cannot_be_reattached_are_rerun_without_using_the_budget(tmp_p
     completed = [j for j in jobs.values() if j.status is TrainingStatus.COMPLETED]
     assert len(completed) == 3  # max_jobs counts the jobs that ran, not the lost one
     assert {"x": 0.25} in [j.hyperparameters for j in completed]  # the lost one ran again
+
+
+def test_a_job_that_ran_past_max_runtime_unwatched_fails_as_timed_out(tmp_path, sqlite_url):
+    """Watched, the job would have been stopped at max_runtime; it ran past it and exited 0
+    while no tuner watched, so the tuner that re-attaches judges it by the same rule."""
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=2.5, max_jobs=1, max_parallel_jobs=1, job={"max_runtime": 1})
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True]
+    )
+    detach.set()  # the tuner goes away before the limit: nobody stops the job
+    thread.join(10)
+    workdir = Path(store.list_training_jobs("resume")[0].workdir or "")
+    wait_for(lambda: (workdir / "exit_code").exists())  # it ended by itself, with code 0
+    assert store.claim_tuning_job("resume", "second", ttl=30)
+    Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
+    job = store.list_training_jobs("resume")[0]
+    assert job.status is TrainingStatus.FAILED and job.exit_code == 0
+    reason = job.failure_reason or ""
+    assert reason.startswith("exceeded max_runtime=1s: it ran 2.") or reason.startswith(
+        "exceeded max_runtime=1s: it ran 3."
+    ), reason
+    assert reason.endswith("s and ended by itself before the tuner could stop it"), reason
 
 
 def test_a_scheduler_that_lost_its_lease_leaves_the_jobs_alone(tmp_path, sqlite_url):

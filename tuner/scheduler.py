@@ -17,7 +17,9 @@ Guarantees:
   running are re-attached through the launcher when they still run (their logs are read again
   from the start, points already stored are not stored twice), otherwise recorded as Stopped
   ("interrupted") and their configurations run again without using up ``max_jobs``; jobs
-  recorded but never started are started. The limits hold across the restart.
+  recorded but never started are started. The limits hold across the restart, ``max_runtime``
+  included: a job that ran longer than it from its recorded start until it ended (by itself,
+  while no tuner watched it) is Failed as timed out, as a watched job would have been.
 - Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
   value of the objective metric a running job reports is step k of that job and is shown to the
   stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
@@ -461,6 +463,12 @@ class Scheduler:
         elif timed_out:
             outcome = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"
+        elif (ran := self._overran(run, status)) is not None:
+            outcome = TrainingStatus.FAILED
+            reason = (
+                f"exceeded max_runtime={d.job_definition.max_runtime:g}s: it ran {ran:.1f}s and "
+                "ended by itself before the tuner could stop it"
+            )
         elif exit_code is None:  # never guessed: a launcher that cannot tell says None
             outcome = TrainingStatus.FAILED
             reason = f"its exit status could not be read after the tuner re-attached to it{last}"
@@ -479,6 +487,16 @@ class Scheduler:
         )
         self._upload(ended)
         self._record_end(ended, run.config)
+
+    def _overran(self, run: _Running, status: JobStatus) -> float | None:
+        """How long an ended job ran when that is more than ``max_runtime`` (the launcher
+        stops a job it watches then; one that ended unwatched is judged here), else None."""
+        limit = self.definition.job_definition.max_runtime
+        began = run.began_at if run.began_at is not None else status.began_at
+        if limit is None or began is None or status.ended_at is None:
+            return None
+        ran = status.ended_at - began
+        return ran if ran > limit else None
 
     def _upload(self, job: TrainingJob) -> None:
         """Start uploading the ended job's log and outputs (in the background)."""

@@ -221,6 +221,24 @@ def test_stop_works_on_an_adopted_job(make, tmp_path):
     first.poll(h)  # reap the child in the first launcher
 
 
+def test_a_job_that_ended_unwatched_reports_when_it_ended(make, tmp_path):
+    """What the scheduler needs to hold max_runtime across a restart of the tuner."""
+    first = make()
+    job = spec(tmp_path, "import time; time.sleep(1)")
+    h = first.start(job)
+    first.close()
+    second = make()
+    assert second.adopt(h, job)
+    time.sleep(5)  # the 1 s job ends while nobody looks
+    looked = time.time()
+    status, _ = wait(second, h)
+    assert status.ended_at is not None and status.began_at is not None
+    assert status.ended_at < looked  # when it ended, not when it was seen to have ended
+    assert 0.5 <= status.ended_at - status.began_at <= 5
+    if kind(make) == "local":
+        first.poll(h)  # reap the child in the first launcher
+
+
 def test_adopting_a_garbled_handle_fails_cleanly(make, tmp_path):
     assert not make().adopt("nonsense", spec(tmp_path, "pass"))
 

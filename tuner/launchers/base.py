@@ -49,6 +49,8 @@ class JobStatus:
 
     ``began_at`` (epoch seconds) is when the program began running; None while the job waits
     in a queue (a cluster launcher), so queue time and training time can be told apart.
+    ``ended_at`` (epoch seconds) is when an ended job ended, where the launcher can tell (a job
+    that ended while no tuner watched it is judged against ``max_runtime`` by it).
     """
 
     running: bool
@@ -57,6 +59,7 @@ class JobStatus:
     stopped: bool = False
     gpus: str | None = None
     began_at: float | None = None
+    ended_at: float | None = None
 
 
 class Launcher(ABC):

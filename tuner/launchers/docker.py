@@ -194,6 +194,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             job.follower.join(10)
         raw = state.get("ExitCode")
         job.exit_code = None if raw is None else _exit_code(int(raw))
+        job.ended_at = _epoch(state.get("FinishedAt", ""))
         if state.get("OOMKilled"):
             job.exit_code = -signal.SIGKILL
         job.finished = True
@@ -231,6 +232,18 @@ class DockerLauncher(TrackedLauncher[_Container]):
     def close(self) -> None:
         """Close the engine connection; log streams of this launcher end with it."""
         self.client.close()
+
+
+def _epoch(stamp: str) -> float | None:
+    """An RFC 3339 time from the engine as epoch seconds (None when unset or unreadable)."""
+    from datetime import datetime
+
+    if not stamp or stamp.startswith("0001-"):  # the engine's zero time: never happened
+        return None
+    try:
+        return datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00").timestamp()
+    except ValueError:
+        return None
 
 
 def _age_seconds(started_at: str) -> float:

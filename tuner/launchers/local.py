@@ -14,7 +14,9 @@ which ``recover`` finds it among the running processes, and a job that ran and e
 known by its log. The folder of the tuner's own Python interpreter comes first on the job's PATH,
 so ``python`` in a command is the tuner's virtualenv, as if it were activated. Every job runs
 under ``exit_keeper.py``, which writes the job's exit status into ``<workdir>/exit_code``: a job
-re-attached after the tuner was killed is recorded with its real exit status, never guessed.
+re-attached after the tuner was killed is recorded with its real exit status, never guessed,
+and with the time it ended (the file's modification time), so the scheduler can judge a job that
+ran past ``max_runtime`` while no tuner watched it.
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ def _alive(pid: int, ticks: int) -> bool:
         return False
     fields = stat.rsplit(")", 1)[1].split()
     return fields[0] != "Z" and int(fields[19]) == ticks
+
+
+def _ended_at(exit_file: Path, watched: bool) -> float | None:
+    """When the job ended: when its wrapper kept its status; else now for a job watched until
+    its end (the wrapper itself was killed), None for an adopted one."""
+    try:
+        return exit_file.stat().st_mtime
+    except OSError:
+        return time.time() if watched else None
 
 
 def _find_process(marker: bytes) -> int | None:
@@ -229,6 +240,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             return self._still_running(job)
         if code is None:  # not our child: the wrapper kept the status in the job's folder
             code = read_exit_code(job.spec.workdir / EXIT_FILE)
+        job.ended_at = _ended_at(job.spec.workdir / EXIT_FILE, watched=job.process is not None)
         self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
         job.finished = True
         if job.log is not None:

@@ -243,6 +243,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             if job.state in ACTIVE:
                 return
             job.exit_code = _exit_code(record.get("ExitCode", ""))
+            job.ended_at = _epoch(record.get("EndTime", ""))
         else:  # aged out of scontrol: ask accounting, else the log decides
             accounted = self._accounted(job.job_id)
             job.state, job.exit_code = accounted or ("UNKNOWN", None)

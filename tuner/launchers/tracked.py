@@ -45,6 +45,7 @@ class TrackedJob:
     stopped: bool = False
     finished: bool = False
     began_at: float | None = None  # epoch seconds when the program began running
+    ended_at: float | None = None  # epoch seconds when it ended, where known
 
 
 J = TypeVar("J", bound=TrackedJob)
@@ -82,8 +83,9 @@ class TrackedLauncher(Launcher, Generic[J]):
         )
 
     def _ended(self, job: J, exit_code: int | None) -> JobStatus:
+        gpus = ",".join(job.gpus) or None
         return JobStatus(
-            False, exit_code, job.timed_out, job.stopped, ",".join(job.gpus) or None, job.began_at
+            False, exit_code, job.timed_out, job.stopped, gpus, job.began_at, job.ended_at
         )
 
     def read_logs(self, handle: str) -> bytes:
