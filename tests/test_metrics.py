@@ -7,6 +7,7 @@ import pytest
 
 from tuner import MetricDefinition, ValidationError
 from tuner.metrics import (
+    MAX_REGEX_PROGRAM_SIZE,
     LogMetricParser,
     MetricPoint,
     ObjectiveAggregation,
@@ -156,3 +157,16 @@ def test_catastrophic_regex_runs_in_linear_time():
     points, parser = parse_log(line * 10, [slow])
     assert points == [] and parser.lines == 10
     assert time.perf_counter() - started < 5  # a backtracking engine needs ~2**27 steps at 27 a's
+
+
+def test_a_regex_too_large_for_re2s_fast_path_is_refused():
+    """Counted repetitions blow the program up past the DFA cache: refused, with its size."""
+    accepted = MetricDefinition("ok", r"(?:\w{1,9}\W{0,3}){1,13}acc=([0-9.]+)")  # 948
+    assert accepted.pattern.programsize <= MAX_REGEX_PROGRAM_SIZE
+    regex = r"(?:\w{1,9}\W{0,3}){1,20}acc=([0-9.]+)"
+    with pytest.raises(ValidationError) as caught:
+        MetricDefinition("slow", regex)
+    assert str(caught.value) == (
+        "Regex of metric 'slow' must compile to at most 1000 RE2 instructions (a larger program "
+        f"matches up to 1000 times slower), got 1452 for {regex!r}"
+    )

@@ -292,10 +292,10 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
     found_objective = False
     for metric in definition.metrics():
         seconds = _regex_seconds(metric, data)
-        if seconds > SLOW_REGEX_SECONDS_PER_MB * max(1.0, len(data) / 1e6):
+        if seconds > args.slow_per_mb * max(1.0, len(data) / 1e6):
             print(
                 f"  {metric.name}: regex {metric.regex!r} is slow: {seconds:.2f} s for this log "
-                f"(more than {SLOW_REGEX_SECONDS_PER_MB} s per MB); simplify it"
+                f"(more than {args.slow_per_mb:g} s per MB); simplify it"
             )
         values = [p.value for p in points if p.name == metric.name]
         marker = " (objective)" if metric.name == definition.objective_metric_name else ""
@@ -466,6 +466,13 @@ def parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--log", required=True, help="a log file of the training command")
     check.add_argument("--config", required=True, help="tuning job definition (YAML)")
+    check.add_argument(
+        "--slow-per-mb",
+        type=float,
+        default=SLOW_REGEX_SECONDS_PER_MB,
+        metavar="SECONDS",
+        help=f"flag a regex slower than this per MB of log (default {SLOW_REGEX_SECONDS_PER_MB})",
+    )
     check.set_defaults(func=cmd_check_metrics)
     return root
 

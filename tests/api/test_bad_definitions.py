@@ -124,6 +124,15 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         True,
     ),
     (
+        "regex-too-large",
+        _set(
+            "metric_definitions",
+            [{"Name": "accuracy", "Regex": r"(?:\w{1,9}\W{0,3}){1,80}acc=([0-9.]+)"}],
+        ),
+        ["at most 1000 RE2 instructions", "got 5772"],
+        True,
+    ),
+    (
         "tracking-uri-without-scheme",
         _set("tracking_uri", "localhost:5000"),
         ["tracking_uri must be an MLflow tracking URI", "'localhost:5000'"],
