@@ -36,26 +36,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    folder: Path, database_url: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``tuner serve`` on a free loopback port, its runs under ``folder`` and its store at
+    ``database_url`` (default: SQLite in ``folder``); returns the process and its base URL once
+    /healthz answers."""
     port = free_port()
     env = {
         **os.environ,
         "TUNER_API_TOKEN": TOKEN,
-        "TUNER_DATABASE_URL": f"sqlite:///{folder / 'tuner.db'}",
+        "TUNER_DATABASE_URL": database_url or f"sqlite:///{folder / 'tuner.db'}",
     }
+    command = [sys.executable, "-m", "tuner", "serve", "--port", str(port)]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tuner",
-            "serve",
-            "--port",
-            str(port),
-            "--runs-dir",
-            str(folder / "runs"),
-            "--log-level",
-            "warning",
-        ],
+        [*command, "--runs-dir", str(folder / "runs"), "--log-level", "warning"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -67,8 +62,9 @@ def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return process, url
         except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                raise
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the service did not start")
         time.sleep(0.1)
 
 

@@ -24,9 +24,7 @@ import platform
 import random
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,21 +34,17 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.api_load import TOKEN, start_server
 from tuner.definition import TuningJobDefinition
 from tuner.records import TrainingStatus, TuningStatus
 from tuner.storage import Store
 from tuner.storage.models import MetricPointRow, TrainingJobRow, TuningJobRow
 
-TOKEN = "bench-token"
 NAME = "big"
 STEPS = 10
 RUNNING = 8
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fill(url: str, jobs: int) -> None:
@@ -137,39 +131,6 @@ def fill(url: str, jobs: int) -> None:
         session.commit()
     assert store.get_tuning_job(NAME).status is TuningStatus.IN_PROGRESS
     store.close()
-
-
-def start_server(folder: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "TUNER_API_TOKEN": TOKEN, "TUNER_DATABASE_URL": url}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tuner",
-            "serve",
-            "--port",
-            str(port),
-            "--runs-dir",
-            str(folder / "runs"),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return process, base
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the service did not start")
-        time.sleep(0.1)
 
 
 def timed(client: httpx.Client, path: str, repeat: int) -> dict[str, Any]:
