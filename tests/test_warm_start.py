@@ -350,9 +350,7 @@ def test_the_transfer_example_parses():
     assert d.warm_start_config is not None and d.warm_start_config.type == "TransferLearning"
 
 
-def test_the_prior_fades_with_the_childs_own_results_and_is_then_left_out():
-    """Prior point weight ``1 - k / prior_until`` at k own results, modelled as extra noise
-    variance ``1 / weight - 1``; own results carry none; at ``prior_until`` only own results."""
+def test_the_prior_is_left_out_once_the_child_has_enough_results_of_its_own():
     import numpy as np
 
     from tuner.strategies.gp import GPSearch
@@ -360,53 +358,13 @@ def test_the_prior_fades_with_the_childs_own_results_and_is_then_left_out():
     search = GPSearch(2, np.random.default_rng(0), n_initial_points=5)
     for a in np.linspace(0, 1, 6):
         search.add_prior(np.array([a, a]), 10.0 + a)
-    assert search.prior_until == 12  # twice (twice the dimensions plus two)
-    assert search.prior_weight() == 1.0
-    for k in range(1, 12):
-        search.tell(np.array([0.05 * k, 0.5]), float(k))
-        assert search.prior_weight() == pytest.approx(1 - k / 12)
-        x, y, extra = search._points()
-        assert len(y) == 6 + k  # prior and own
-        assert extra[:6] == pytest.approx([12 / (12 - k) - 1] * 6)
-        assert extra[6:].tolist() == [0.0] * k
-    assert search.prior_weight() == pytest.approx(1 / 12)  # 11 own: the prior is a twelfth
-    search.tell(np.array([0.9, 0.5]), 12.0)
-    x, y, extra = search._points()
-    assert search.prior_weight() == 0.0
-    assert len(y) == 12 and x[:, 1].tolist() == [0.5] * 12 and not extra.any()  # own only
-
-
-def test_extra_noise_down_weights_an_observation():
-    """A point with a large extra noise variance barely moves the posterior mean; without it
-    the mean passes near it."""
-    import numpy as np
-
-    from tuner.strategies.gaussian_process import GaussianProcess, Prior
-
-    x, y = np.array([[0.2], [0.5]]), np.array([0.0, 2.0])
-    theta = GaussianProcess.default_theta(1, Prior())
-    plain = GaussianProcess(theta).condition(x, y).predict(x[1:])[0][0]
-    faded = GaussianProcess(theta).condition(x, y, np.array([0.0, 99.0])).predict(x[1:])[0][0]
-    assert plain == pytest.approx(2.0, abs=0.01) and abs(faded) < 0.05
-
-
-def test_the_likelihood_gradient_is_exact_with_extra_noise():
-    import numpy as np
-    from scipy.optimize import approx_fprime
-
-    from tuner.strategies.gaussian_process import Prior, negative_log_posterior
-
-    rng = np.random.default_rng(1)
-    x, y = rng.random((12, 2)), rng.normal(size=12)
-    extra = np.where(np.arange(12) < 6, 0.7, 0.0)
-    theta = np.array([0.3, -0.5, 0.2, -3.0])
-
-    def value(t: np.ndarray) -> float:
-        return negative_log_posterior(t, x, y, Prior(), extra)[0]
-
-    grad = negative_log_posterior(theta, x, y, Prior(), extra)[1]
-    np.testing.assert_allclose(grad, approx_fprime(theta, value, 1e-6), rtol=1e-4, atol=1e-4)
-    assert value(theta) != negative_log_posterior(theta, x, y, Prior())[0]
+    assert search.prior_until == 6  # twice the dimensions plus two
+    for i in range(5):
+        search.tell(np.array([0.1 * i, 0.5]), float(i))
+        assert len(search._points()[1]) == 6 + i + 1  # prior and own
+    search.tell(np.array([0.9, 0.5]), 5.0)
+    x, y = search._points()
+    assert len(y) == 6 and x[:, 1].tolist() == [0.5] * 6  # own results only
 
 
 def test_random_never_repeats_a_configuration_an_identical_parent_ran(tmp_path):

@@ -1,9 +1,7 @@
 """A small exact Gaussian process for the Bayesian strategy's native engine.
 
-Model: zero mean, ``amplitude * Matern52(r) + noise * I + diag(extra)`` with one length scale
-per dimension (r is the length-scaled distance), on targets the caller has standardised;
-``extra`` (default zero) is a fixed, known noise variance per observation, which down-weights
-it (the native engine's fading prior). Hyperparameters are
+Model: zero mean, ``amplitude * Matern52(r) + noise * I`` with one length scale per dimension
+(r is the length-scaled distance), on targets the caller has standardised. Hyperparameters are
 the maximum a posteriori estimate under a log-normal prior on the length scales and an
 exponential prior on the noise, found by L-BFGS-B with the exact gradient.
 
@@ -69,7 +67,6 @@ class GaussianProcess:
         self._x = np.empty((0, len(self.length_scales)))
         self._alpha = np.empty(0)
         self._k_inv = np.empty((0, 0))
-        self.extra = np.empty(0)  # the conditioned observations' extra noise variance
 
     @staticmethod
     def default_theta(dimensions: int, prior: Prior) -> np.ndarray:
@@ -87,7 +84,6 @@ class GaussianProcess:
         starts: list[np.ndarray],
         prior: Prior,
         iterations: int,
-        extra: np.ndarray | None = None,
     ) -> GaussianProcess:
         """The MAP hyperparameters for ``(x, y)``, the best of L-BFGS-B runs from ``starts``."""
         bounds = cls.bounds(x.shape[1])
@@ -97,7 +93,7 @@ class GaussianProcess:
             result = minimize(
                 negative_log_posterior,
                 clipped,
-                args=(x, y, prior, extra),
+                args=(x, y, prior),
                 jac=True,
                 method="L-BFGS-B",
                 bounds=bounds,
@@ -108,13 +104,9 @@ class GaussianProcess:
         assert best is not None
         return cls(best.x)
 
-    def condition(
-        self, x: np.ndarray, y: np.ndarray, extra: np.ndarray | None = None
-    ) -> GaussianProcess:
-        """Condition on observations (replacing any before), with ``extra`` noise variance
-        each (default none); returns self."""
-        self.extra = np.zeros(len(x)) if extra is None else np.asarray(extra, dtype=float)
-        k = self._kernel(x, x) + (self.noise + JITTER) * np.eye(len(x)) + np.diag(self.extra)
+    def condition(self, x: np.ndarray, y: np.ndarray) -> GaussianProcess:
+        """Condition on observations (replacing any before); returns self."""
+        k = self._kernel(x, x) + (self.noise + JITTER) * np.eye(len(x))
         chol = np.linalg.cholesky(k)
         self._x = x
         self._alpha = cho_solve((chol, True), y)
@@ -134,18 +126,15 @@ class GaussianProcess:
 
 
 def negative_log_posterior(
-    theta: np.ndarray, x: np.ndarray, y: np.ndarray, prior: Prior, extra: np.ndarray | None = None
+    theta: np.ndarray, x: np.ndarray, y: np.ndarray, prior: Prior
 ) -> tuple[float, np.ndarray]:
-    """-log p(y | x, theta) - log prior(theta), and its gradient in theta (``extra``: fixed
-    noise variance per observation)."""
+    """-log p(y | x, theta) - log prior(theta), and its gradient in theta."""
     n = len(x)
     amplitude, scales, noise = math.exp(theta[0]), np.exp(theta[1:-1]), math.exp(theta[-1])
     r = np.sqrt(_scaled_sq_dist(x, x, scales))
     decay = np.exp(-SQRT5 * r)
     shape = (1 + SQRT5 * r + 5.0 / 3.0 * r**2) * decay
     k = amplitude * shape + (noise + JITTER) * np.eye(n)
-    if extra is not None:
-        k += np.diag(extra)
     try:
         chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:

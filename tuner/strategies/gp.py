@@ -29,12 +29,8 @@ the same points.
   only their shape is trusted, never their level; own results are scaled on their own too once
   there are ``OWN_SCALE_AFTER``, before that with the prior's median and deviation. They count
   towards ``n_initial_points``; the fitted noise grows where prior and own results disagree.
-  The prior fades as own results accumulate: with ``k`` own results each prior point has weight
-  ``w = 1 - k / prior_until`` and is modelled with extra noise variance ``1 / w - 1`` (in scaled
-  losses, whose spread is 1), so it counts as ``w`` of an observation; from ``prior_until`` own
-  results (twice ``n_initial_points``, at least four times the dimensions plus four) it is left
-  out. That is the prior's weight of the earlier design (full, then dropped at half that)
-  spread evenly over twice as many results.
+  Once there are ``prior_until`` own results (``n_initial_points``, at least twice the
+  dimensions plus two), the prior is left out: from then on only own results are modelled.
 - Batches and pending points: each chosen point is added to the model with a lie for its loss
   before the next one is chosen, with the hyperparameters kept. For expected improvement the
   lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
@@ -92,7 +88,7 @@ class GPSearch:
         self.y: list[float] = []
         self.prior_x: list[np.ndarray] = []
         self.prior_y: list[float] = []
-        self.prior_until = 2 * max(n_initial_points, 2 * (dimensions + 1))
+        self.prior_until = max(n_initial_points, 2 * (dimensions + 1))
         self._theta: np.ndarray | None = None  # the last fit's hyperparameters
         self._fits = 0
         self._model_asks = 0
@@ -137,9 +133,9 @@ class GPSearch:
 
     def _fit(self) -> tuple[GaussianProcess, np.ndarray, np.ndarray]:
         """The model of the results so far, with the points and scaled losses it holds."""
-        x, y, extra = self._points()
-        x, y, extra = self._subset(x, y, extra, self.model_points)
-        fit_x, fit_y, fit_extra = self._subset(x, y, extra, self.fit_points)
+        x, y = self._points()
+        x, y = self._subset(x, y, self.model_points)
+        fit_x, fit_y = self._subset(x, y, self.fit_points)
         fresh = GaussianProcess.default_theta(self.dimensions, PRIOR)
         if self._theta is None:
             starts, iterations = [fresh], FIRST_FIT_ITERATIONS
@@ -147,23 +143,16 @@ class GPSearch:
             starts, iterations = [self._theta, fresh], WARM_FIT_ITERATIONS
         else:
             starts, iterations = [self._theta], WARM_FIT_ITERATIONS
-        gp = GaussianProcess.fit(fit_x, fit_y, starts, PRIOR, iterations, fit_extra)
+        gp = GaussianProcess.fit(fit_x, fit_y, starts, PRIOR, iterations)
         self._theta = gp.theta
         self._fits += 1
-        return gp.condition(x, y, extra), x, y
+        return gp.condition(x, y), x, y
 
-    def prior_weight(self) -> float:
-        """The weight of each prior result now: 1 with no own results, fading linearly to 0
-        at ``prior_until`` (see the contract)."""
-        return max(0.0, 1.0 - len(self.y) / self.prior_until)
-
-    def _points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Own results and prior results, with their scaled losses and extra noise variance
-        (see the contract)."""
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        """Own results and prior results, with their scaled losses (see the contract)."""
         own = np.array(self.y)
-        weight = self.prior_weight()
-        if not self.prior_y or weight == 0.0:
-            return np.array(self.x), self._scale(own), np.zeros(len(own))
+        if not self.prior_y or len(own) >= self.prior_until:
+            return np.array(self.x), self._scale(own)
         prior = np.array(self.prior_y)
         if len(own) >= OWN_SCALE_AFTER:
             own_scaled = self._scale(own)
@@ -171,20 +160,17 @@ class GPSearch:
             spread = float(prior.std()) or 1.0
             own_scaled = (own - float(np.median(prior))) / spread
         x = np.array(self.prior_x + self.x).reshape(-1, self.dimensions)
-        extra = np.concatenate([np.full(len(prior), 1.0 / weight - 1.0), np.zeros(len(own))])
-        return x, np.concatenate([self._scale(prior), own_scaled]), extra
+        return x, np.concatenate([self._scale(prior), own_scaled])
 
-    def _subset(
-        self, x: np.ndarray, y: np.ndarray, extra: np.ndarray, size: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _subset(self, x: np.ndarray, y: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """At most ``size`` observations: the best third and a random rest."""
         if len(y) <= size:
-            return x, y, extra
+            return x, y
         order = np.argsort(y)
         best = order[: size // 3]
         rest = self.rng.choice(order[len(best) :], size - len(best), replace=False)
         chosen = np.sort(np.concatenate([best, rest]))
-        return x[chosen], y[chosen], extra[chosen]
+        return x[chosen], y[chosen]
 
     @staticmethod
     def _scale(losses: np.ndarray) -> np.ndarray:
@@ -224,9 +210,7 @@ class GPSearch:
             # moves on instead of clustering where an optimistic lie lowered the mean.
             lies = gp.predict(pending)[0] if in_region else np.full(len(busy), self._lie_value(y))
             gp = GaussianProcess(gp.theta).condition(
-                np.vstack([x, pending]),
-                np.concatenate([y, lies]),
-                np.concatenate([gp.extra, np.zeros(len(busy))]),
+                np.vstack([x, pending]), np.concatenate([y, lies])
             )
         best = float(y.min())
         scales = np.minimum(gp.length_scales, 1.0)
