@@ -123,9 +123,11 @@ def median(values: list[float]) -> float:
 
 
 def ratio(warm: float, cold: float, budget: int) -> str:
-    """warm / cold; with the cold median past the budget, the bound warm / budget."""
+    """warm / cold; with a median past the budget, the bound that budget gives."""
     if cold == INF:
         return "inf" if warm == INF else f"< {warm / budget:.3g}"
+    if warm == INF:
+        return f"> {budget / cold:.3g}"
     return f"{warm / cold:.2f}"
 
 
