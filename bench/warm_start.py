@@ -11,13 +11,16 @@ parents is computed by ``tuner.warm_start.take``, the function ``tuner`` itself 
     the same problem, warm-started from it, and a cold job with the child's seed, each run up
     to ``--child-jobs`` jobs; figure: jobs until each reaches the parent's best (goal: the
     warm child's median <= 3).
-(b) TransferLearning: a parent tuned at 3 epochs (``--parent-jobs`` jobs), a cold job at 10
-    epochs (``--child-jobs`` jobs) and a child at 10 epochs with a narrower learning-rate range
-    (0.001-1: the parent's configurations are clipped into it); figure: jobs until each reaches
-    the cold job's final best (goal: the child in fewer jobs than the cold job in >= 7 of 10
+(b) TransferLearning: a parent tuned at 3 epochs (``--parent-epochs``), or with
+    ``--parent-subset F`` on the first fraction F of the training images at 10 epochs
+    (``--parent-jobs`` jobs), a cold job at 10 epochs (``--child-jobs`` jobs) and a child at
+    10 epochs on all the images with a narrower learning-rate range (0.001-1: the parent's
+    configurations are clipped into it); figure: jobs until each reaches the cold job's final
+    best (goal: the child in fewer jobs than the cold job in >= 7 of 10
     seeds; a child that never does counts as a loss).
 
     python bench/warm_start.py [--seeds 10] [--first-seed 0] [--parent-jobs 20] [--child-jobs 20]
+        [--only a|b] [--parent-epochs 3 | --parent-subset 0.5]
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from tuner.strategies import make_strategy
 from tuner.warm_start import IDENTICAL, TRANSFER, ParentResults, WarmStart, take
 
 INF = float("inf")
-_CACHE: dict[tuple[int, float, float, float], float] = {}
+_CACHE: dict[tuple[int, float, float, float, float], float] = {}
 
 
 def space(max_learning_rate: float = 2.0) -> SearchSpace:
@@ -56,14 +59,16 @@ def space(max_learning_rate: float = 2.0) -> SearchSpace:
     )
 
 
-def accuracy(config: Config, epochs: int) -> float:
-    """Validation accuracy after ``epochs`` epochs (0 when training diverged); cached, as
-    training is deterministic."""
-    key = (epochs, config["learning_rate"], config["momentum"], config["wd"])
+def accuracy(config: Config, epochs: int, subset: float = 1.0) -> float:
+    """Validation accuracy after ``epochs`` epochs on the first ``subset`` fraction of the
+    training images (0 when training diverged); cached, as training is deterministic."""
+    key = (epochs, subset, config["learning_rate"], config["momentum"], config["wd"])
     if key not in _CACHE:
         from sklearn.neural_network import MLPClassifier
 
         x_train, x_val, y_train, y_val = _digits()
+        n = round(subset * len(y_train))  # the split is shuffled and stratified: any prefix
+        x_train, y_train = x_train[:n], y_train[:n]
         model = MLPClassifier(
             hidden_layer_sizes=(32,),
             solver="sgd",
@@ -74,7 +79,7 @@ def accuracy(config: Config, epochs: int) -> float:
             batch_size=64,
             random_state=0,
         )
-        classes = np.unique(y_train)
+        classes = np.unique(y_val)
         with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
             for _ in range(epochs):
                 model.partial_fit(x_train, y_train, classes=classes)
@@ -85,7 +90,12 @@ def accuracy(config: Config, epochs: int) -> float:
 
 
 def tune(
-    s: SearchSpace, epochs: int, jobs: int, seed: int, warm: WarmStart | None = None
+    s: SearchSpace,
+    epochs: int,
+    jobs: int,
+    seed: int,
+    warm: WarmStart | None = None,
+    subset: float = 1.0,
 ) -> list[tuple[Config, float]]:
     """``jobs`` sequential jobs of the Bayesian strategy, warm-started when ``warm`` is given."""
     strategy = make_strategy("Bayesian", s, maximize=True, seed=seed)
@@ -94,7 +104,7 @@ def tune(
     out = []
     for _ in range(jobs):
         (config,) = strategy.ask(1)
-        value = accuracy(config, epochs)
+        value = accuracy(config, epochs, subset)
         strategy.tell(config, value)
         out.append((config, value))
     return out
@@ -113,9 +123,11 @@ def median(values: list[float]) -> float:
 
 
 def ratio(warm: float, cold: float, budget: int) -> str:
-    """warm / cold; with the cold median past the budget, the bound warm / budget."""
+    """warm / cold; with a median past the budget, the bound that budget gives."""
     if cold == INF:
         return "inf" if warm == INF else f"< {warm / budget:.3g}"
+    if warm == INF:
+        return f"> {budget / cold:.3g}"
     return f"{warm / cold:.2f}"
 
 
@@ -134,10 +146,11 @@ def identical(seed: int, parent_jobs: int, child_jobs: int) -> tuple[float, floa
 
 
 def transfer(
-    seed: int, parent_jobs: int, child_jobs: int, parent_epochs: int = 3
+    seed: int, parent_jobs: int, child_jobs: int, parent_epochs: int = 3, subset: float = 1.0
 ) -> tuple[float, float, float, float]:
-    parent_definition = {"job_definition": {"static_hyperparameters": {"epochs": parent_epochs}}}
-    parent = tune(space(), parent_epochs, parent_jobs, seed)
+    static = {"epochs": parent_epochs, "subset": subset}
+    parent_definition = {"job_definition": {"static_hyperparameters": static}}
+    parent = tune(space(), parent_epochs, parent_jobs, seed, subset=subset)
     s = space(max_learning_rate=1.0)
     cold = tune(s, 10, child_jobs, seed + 1000)
     target = max(v for _, v in cold)
@@ -163,21 +176,31 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--parent-jobs", type=int, default=20)
     parser.add_argument("--child-jobs", type=int, default=20)
-    parser.add_argument("--parent-epochs", type=int, default=3, help="(b)'s parent (child: 10)")
+    parser.add_argument(
+        "--parent-epochs", type=int, help="(b)'s parent: 3, or 10 with --parent-subset (child: 10)"
+    )
+    parser.add_argument(
+        "--parent-subset",
+        type=float,
+        default=1.0,
+        help="(b)'s parent on this fraction of the training images (child: all)",
+    )
     parser.add_argument("--only", choices=["a", "b"], help="run one of the two")
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    jobs, epochs = (args.parent_jobs, args.child_jobs), args.parent_epochs
+    subset = args.parent_subset
+    epochs = args.parent_epochs or (3 if subset == 1.0 else 10)
+    jobs = (args.parent_jobs, args.child_jobs)
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d', time.gmtime())}; seeds {seeds.start}-{seeds.stop - 1}"
     )
     a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs))
-    b = [] if args.only == "a" else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs))
+    b = [] if args.only == "a" else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs, subset))
     if a:
         report_identical(a, args.parent_jobs, args.child_jobs)
     if b:
-        report_transfer(b, epochs, args.child_jobs)
+        report_transfer(b, epochs, subset, args.child_jobs)
 
 
 def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
@@ -191,11 +214,12 @@ def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
     )
 
 
-def report_transfer(b: list[tuple], parent_epochs: int, budget: int) -> None:
+def report_transfer(b: list[tuple], parent_epochs: int, subset: float, budget: int) -> None:
     wins = sum(r[2] < r[1] for r in b)
     cold_b, warm_b = median([r[1] for r in b]), median([r[2] for r in b])
+    data = "" if subset == 1.0 else f" on {subset:g} of the training images"
     print(
-        f"(b) TransferLearning (parent at {parent_epochs} epochs), jobs to the cold job's "
+        f"(b) TransferLearning (parent at {parent_epochs} epochs{data}), jobs to the cold job's "
         f"final best: "
         f"child median {shown(warm_b)}, cold median {shown(cold_b)}, ratio "
         f"{ratio(warm_b, cold_b, budget)}; child fewer in "
