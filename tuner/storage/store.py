@@ -403,12 +403,15 @@ class Store:
     def list_training_jobs(self, tuning_job_name: str) -> list[TrainingJob]:
         with self._session() as session:
             tuning = self._tuning_row(session, tuning_job_name)
-            rows = session.scalars(
-                select(TrainingJobRow)
+            # Plain rows of the table's columns, not ORM objects: building and tracking an
+            # object per job was most of the time for a large tuning job (the dashboard polls
+            # this); ``_training`` reads the same attribute names from either.
+            rows = session.execute(
+                select(*TrainingJobRow.__table__.columns)
                 .where(TrainingJobRow.tuning_job_id == tuning.id)
                 .order_by(TrainingJobRow.number)
             )
-            return [_training(r, tuning_job_name) for r in rows]
+            return [_training(r, tuning_job_name) for r in rows]  # type: ignore[arg-type]
 
     def count_training_jobs(self, tuning_job_name: str) -> int:
         with self._session() as session:
