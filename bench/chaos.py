@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +38,10 @@ from typing import Any
 
 import httpx
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.scratch_database import scratch_database
 
 TOKEN = "chaos-token-0123456789"
 KINDS = ["ok", "fail1", "late", "fail3", "nometric", "fail42", "slow", "ok2"]
@@ -149,17 +151,8 @@ def fresh_database(server: str | None, folder: Path) -> Iterator[str]:
     if server is None:
         yield f"sqlite:///{folder / 'tuner.db'}"
         return
-    url = make_url(server)
-    name = f"tuner_chaos_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(server, "tuner_chaos") as url:
+        yield url
 
 
 def run(

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,20 +50,10 @@ def postgres_url() -> Iterator[str]:
     base = os.environ.get("TUNER_TEST_POSTGRES_URL")
     if not base:
         skip_or_fail("TUNER_TEST_POSTGRES_URL is not set (start one with .ci/postgres.sh)")
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from bench.scratch_database import scratch_database
 
-    url = make_url(base)
-    name = f"tuner_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(base, "tuner_test") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
