@@ -9,7 +9,7 @@ SQLite with every strategy and writes reports. The rest is one extra away:
 | ``docker`` | docker | ``launcher: docker`` |
 | ``postgres`` | psycopg | a ``postgresql+psycopg://`` store |
 | ``s3`` | boto3 | ``output_s3_uri`` (uploading each job's outputs) |
-| ``mlflow`` | mlflow | ``tracking_uri`` (each trial tracked in MLflow) |
+| ``mlflow`` | mlflow-skinny (the client) | ``tracking_uri`` (each trial tracked in MLflow) |
 | ``training`` | torch, torchvision, onnx | ``training_container`` (the ResNet trainer) |
 | ``dev`` | all of these, and the test and lint tools | ``make test``, ``make lint`` |
 """
