@@ -5,7 +5,11 @@ to minimise); ``ask(n, pending)`` returns ``n`` points, spread away from each ot
 ``pending`` (points still being evaluated). The same generator state and the same results give
 the same points.
 
-- The first ``n_initial_points`` points (counting pending ones) are a scrambled Sobol sequence.
+- The first ``n_initial_points`` points (counting pending ones) are a scrambled Sobol sequence,
+  and so is every suggestion while all results (own and prior) tie: a model of identical losses
+  is flat, and expected improvement on it chases the uncertainty into the corners of the cube
+  (on a 2-D square told one loss throughout, 43-73% of coordinates fell within 0.02 of an edge,
+  against 4% for uniform points). Once two losses differ the model takes over.
 - Model (``gaussian_process.py``): Matern 5/2 with one length scale per dimension, MAP
   hyperparameters, each fit starting from the previous one (and, every few fits, also from the
   prior's mode). Losses beyond the median plus three robust deviations (scaled median
@@ -114,9 +118,12 @@ class GPSearch:
         busy = [np.asarray(p, dtype=float) for p in pending]
         out: list[np.ndarray] = []
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
+        # While every loss is tied the model is flat, and expected improvement on a flat model
+        # chases its uncertainty into the corners: the Sobol sequence goes on instead.
+        tied = len(set(self.y + self.prior_y)) < 2
         for _ in range(n):
             known = len(self.y) + len(self.prior_y)
-            if known + len(busy) < self.n_initial_points or known < 2:
+            if known + len(busy) < self.n_initial_points or tied:
                 point = self._sobol_points(1)[0]
             else:
                 if model is None:
