@@ -185,3 +185,24 @@ def test_ties_keep_the_space_filling_sequence_until_two_losses_differ():
     search.tell(np.array([0.3, 0.7]), 0.5)
     search.ask(1, [])
     assert search._theta is not None
+
+
+def test_a_plateau_with_an_island_inside_gets_the_island_found():
+    # Loss 1 (a diverged job, say) everywhere but an interior box of 4% of the square. While
+    # every result ties the search goes on filling the square, so it lands in the box within
+    # 30 evaluations on 9 of these 10 seeds; chasing a flat model's uncertainty to the edges
+    # found it on 2 of them.
+    def island(p):
+        inside = 0.3 < p[0] < 0.5 and 0.4 < p[1] < 0.6
+        return 0.5 + float(((p - np.array([0.4, 0.5])) ** 2).sum()) if inside else 1.0
+
+    found = 0
+    for seed in range(10):
+        search = _search(seed)
+        for _ in range(30):
+            (point,) = search.ask(1, [])
+            search.tell(point, island(point))
+            if search.y[-1] < 1.0:
+                found += 1
+                break
+    assert found >= 8
