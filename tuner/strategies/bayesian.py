@@ -3,11 +3,11 @@
 All engines work on the unit cube of ``tuner.space`` (log ranges are already log there) and
 minimise the loss; failed jobs are left out of the model.
 
-``engine="native"`` (default, ``gp.py``): Sobol initial points, a Matern 5/2 GP with MAP
-hyperparameters fitted incrementally, outlying losses compressed, log expected improvement
-alternating with a trust-region step, constant liar for batches and running jobs (the
-predicted mean inside the trust region). It is the fastest to suggest
-(well under a second at 1,000 observations) and the best of the three on the problems of
+``engine="native"`` (default, ``gp.py``): Sobol initial points (continued while every result
+ties), a Matern 5/2 GP with MAP hyperparameters fitted incrementally, outlying losses
+compressed, log expected improvement alternating with a trust-region step, constant liar for
+batches and running jobs (the predicted mean inside the trust region). It is the fastest to
+suggest (well under a second at 1,000 observations) and the best of the three on the problems of
 ``bench/optimizers.py`` (README, Benchmarks).
 
 ``engine="skopt"``: scikit-optimize's ``Optimizer`` (random initial points, expected
