@@ -187,6 +187,24 @@ def test_ties_keep_the_space_filling_sequence_until_two_losses_differ():
     assert search._theta is not None
 
 
+def test_ties_among_own_results_count_once_the_prior_is_left_out():
+    prior = np.random.default_rng(5).random((6, 2))
+    search = _search(5)
+    for point in prior:
+        search.add_prior(point, _bowl(point))
+    search.tell(np.array([0.5, 0.5]), 1.0)
+    search.ask(1, [])
+    assert search._theta is not None  # the prior's losses differ and are modelled
+    search = _search(5)
+    for point in prior:
+        search.add_prior(point, _bowl(point))
+    for point in search.ask(search.prior_until, []):
+        search.tell(point, 1.0)
+    fits = search._fits
+    search.ask(2, [])
+    assert search._fits == fits  # the prior is left out and every own result ties: no model
+
+
 def test_a_plateau_with_an_island_inside_gets_the_island_found():
     # Loss 1 (a diverged job, say) everywhere but an interior box of 4% of the square. While
     # every result ties the search goes on filling the square, so it lands in the box within

@@ -6,7 +6,8 @@ to minimise); ``ask(n, pending)`` returns ``n`` points, spread away from each ot
 the same points.
 
 - The first ``n_initial_points`` points (counting pending ones) are a scrambled Sobol sequence,
-  and so is every suggestion while all results (own and prior) tie: a model of identical losses
+  and so is every suggestion while all modelled results (own, and prior ones while they are
+  modelled) tie: a model of identical losses
   is flat, and expected improvement on it chases the uncertainty into the corners of the cube
   (on a 2-D square told one loss throughout, 43-73% of coordinates fell within 0.02 of an edge,
   against 4% for uniform points). Once two losses differ the model takes over.
@@ -120,7 +121,8 @@ class GPSearch:
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
         # While every loss is tied the model is flat, and expected improvement on a flat model
         # chases its uncertainty into the corners: the Sobol sequence goes on instead.
-        tied = len(set(self.y + self.prior_y)) < 2
+        modelled = self.y + (self.prior_y if len(self.y) < self.prior_until else [])
+        tied = len(set(modelled)) < 2
         for _ in range(n):
             known = len(self.y) + len(self.prior_y)
             if known + len(busy) < self.n_initial_points or tied:
