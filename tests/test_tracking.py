@@ -188,6 +188,60 @@ def test_an_unreachable_server_is_reported_and_the_tuning_job_completes(
     assert "the tuning job's end" in gave_up[0]
 
 
+def test_a_tuning_job_that_ended_while_the_server_was_away_is_written_by_tuner_track(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch, caplog, capsys
+):
+    from tuner.cli import main
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "2")
+    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    tuner = HyperparameterTuner.from_definition(
+        definition(tmp_path, mlflow_server.url, "away"), storage=sqlite_url
+    )
+    mlflow_server.stop()
+    try:
+        tuner.fit()  # every job starts and ends while the server is away
+        assert tuner.describe()["status"] == "Completed"
+        gave_up = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(gave_up) == 1 and "`tuner track away`" in gave_up[0]
+        track = ["--storage", sqlite_url, "track", "away"]
+        assert main(track) == 1  # still away: said so, nothing lost
+        assert f"MLflow at {mlflow_server.url} did not take away" in capsys.readouterr().err
+    finally:
+        mlflow_server.start()
+    assert main(track) == 0
+    assert f"away: written to MLflow at {mlflow_server.url}" in capsys.readouterr().out
+    assert_mirrors_the_store(mlflow_server, tuner)
+    assert main(track) == 0  # again: what MLflow holds is skipped, nothing doubled
+    assert_mirrors_the_store(mlflow_server, tuner)
+    assert len(runs_of(mlflow_server, "away")[1]) == 4
+
+
+def test_tuner_track_refuses_a_tuning_job_that_has_not_ended_or_has_no_uri(
+    tmp_path, sqlite_url, capsys
+):
+    from tuner.cli import main
+    from tuner.records import TuningStatus
+    from tuner.storage import Store
+
+    store = Store(sqlite_url)
+    running = TuningJobDefinition.parse(definition(tmp_path, "http://127.0.0.1:9", "running"))
+    store.create_tuning_job("running", running.to_json(), None, 30)
+    assert main(["--storage", sqlite_url, "track", "running"]) == 2
+    err = capsys.readouterr().err
+    assert "tuner track needs a tuning job that has ended" in err and "InProgress" in err
+    untracked = definition(tmp_path, "http://127.0.0.1:9", "untracked")
+    del untracked["tracking_uri"]
+    store.create_tuning_job("untracked", TuningJobDefinition.parse(untracked).to_json(), None, 30)
+    store.set_tuning_status("untracked", TuningStatus.COMPLETED, "done")
+    assert main(["--storage", sqlite_url, "track", "untracked"]) == 2
+    assert "tuner track needs a tracking URI" in capsys.readouterr().err
+    assert main(["--storage", sqlite_url, "track", "untracked", "--tracking-uri", "x y"]) == 2
+    assert "tracking_uri must be an MLflow tracking URI" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("uri", ["127.0.0.1:5000", "ftp://host/x", "http://host/a b", "", "mlflow"])
 def test_a_tracking_uri_without_a_known_scheme_is_refused_when_the_job_is_defined(tmp_path, uri):
     with pytest.raises(ValidationError) as info:

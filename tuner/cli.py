@@ -1,7 +1,8 @@
 """The ``tuner`` command (``tuner --help`` lists its verbs).
 
 Exit codes: 0 success (a tuning job that ended Completed or Stopped), 1 a tuning job that
-Failed (for ``compare``/``report``: one of them) or a check that found no objective, 2 bad
+Failed (for ``compare``/``report``: one of them), a check that found no objective or MLflow
+not taking ``tuner track``'s writes, 2 bad
 input (the message names rule and value), 130 interrupted. Output cut short by its reader
 (``tuner describe X --json | head``) ends quietly. Heavy libraries (matplotlib, pandas, the
 strategies' scipy/scikit-optimize/Optuna, uvicorn) are imported by the verbs that use them.
@@ -265,6 +266,26 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_track(args: argparse.Namespace) -> int:
+    from tuner.tracking import catch_up
+
+    tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
+    uri = args.tracking_uri or tuner.definition.tracking_uri
+    try:
+        catch_up(tuner.definition, args.name, tuner.store, args.tracking_uri)
+    except TunerError:
+        raise
+    except Exception as exc:  # MLflow's: the server is still away, or refused
+        print(
+            f"tuner track: MLflow at {uri} did not take {args.name} "
+            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was lost, try again later",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"{args.name}: written to MLflow at {uri}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
     print(tuner.analytics().export_csv(args.csv))
@@ -415,6 +436,15 @@ def parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="stop a running tuning job (from any process)")
     stop.add_argument("name")
     stop.set_defaults(func=cmd_stop)
+
+    track = sub.add_parser(
+        "track",
+        help="write an ended tuning job to MLflow from the store (what its tracking server "
+        "missed while it was away)",
+    )
+    track.add_argument("name")
+    track.add_argument("--tracking-uri", help="another MLflow tracking URI than the job's own")
+    track.set_defaults(func=cmd_track)
 
     export = sub.add_parser("export", help="write one CSV row per training job")
     export.add_argument("name")

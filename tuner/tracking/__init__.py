@@ -1,6 +1,7 @@
 """Experiment trackers the scheduler keeps informed of a tuning job (MLflow, by ``tracking_uri``).
 
 ``tracker_for`` gives the tracker a tuning job asks for, or the do-nothing ``Tracker``;
+``catch_up`` writes an ended tuning job to MLflow again from the store;
 ``check_tracking_uri`` is the rule a ``tracking_uri`` must keep, checked when the tuning job
 is defined.
 """
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # tuner.definition imports check_tracking_uri from here
     from tuner.definition import TuningJobDefinition
     from tuner.storage import Store
 
-__all__ = ["Tracker", "check_tracking_uri", "tracker_for"]
+__all__ = ["Tracker", "catch_up", "check_tracking_uri", "tracker_for"]
 
 # The schemes an MLflow tracking URI may have: a tracking server, Databricks, a local folder,
 # or a database that MLflow writes to directly.
@@ -50,3 +51,35 @@ def tracker_for(definition: TuningJobDefinition, name: str, store: Store) -> Tra
 
     timeout = float(os.environ.get("TUNER_TRACKING_CLOSE_TIMEOUT", "30"))
     return MlflowTracker(definition.tracking_uri, name, definition, store, close_timeout=timeout)
+
+
+def catch_up(definition: TuningJobDefinition, name: str, store: Store, uri: str | None) -> str:
+    """Write ended tuning job ``name`` to MLflow at ``uri`` (default: its ``tracking_uri``) from
+    the store, skipping what MLflow already holds; returns the URI. For a tuning job that ended
+    while its tracking server was away (its process gave up after
+    ``TUNER_TRACKING_CLOSE_TIMEOUT``). Raises ``ValidationError`` when it has not ended (its own
+    process writes it; ``tuner resume`` catches up one whose process died) or has no URI, and
+    MLflow's error when the server does not take it."""
+    from tuner.errors import ValidationError
+
+    record = store.get_tuning_job(name)
+    if not record.status.terminal:
+        raise ValidationError(
+            f"tuner track needs a tuning job that has ended (its own process tracks it while it "
+            f"runs; tuner resume catches up one whose process died), got {name} with status "
+            f"{record.status.value}"
+        )
+    target = uri or definition.tracking_uri
+    if target is None:
+        raise ValidationError(
+            f"tuner track needs a tracking URI: tuning job {name} has no tracking_uri, and no "
+            "--tracking-uri was given"
+        )
+    try:
+        check_tracking_uri(target)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+    from tuner.tracking.mlflow_tracker import MlflowTracker
+
+    MlflowTracker(target, name, definition, store).catch_up()
+    return target

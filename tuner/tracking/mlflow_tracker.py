@@ -16,7 +16,8 @@ The scheduler's calls only put work on a bounded queue; one thread sends it. A f
 for it. When the queue is full new work is dropped and counted, and once the server answers
 again the tracker writes the whole tuning job again from the store (what MLflow already has is
 skipped), so nothing stays missing; resuming a tuning job does the same. ``close`` waits up to
-``close_timeout`` seconds for the queue to drain and logs what was not delivered.
+``close_timeout`` seconds for the queue to drain and logs what was not delivered; ``catch_up``
+(``tuner track NAME``) writes an ended tuning job's remainder once the server is back.
 MLflow's own HTTP retries (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``)
 apply to each call. ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` is set to true unless set (the
 process's environment, so training jobs inherit it), to keep MLflow's "View run" lines out of
@@ -171,17 +172,24 @@ class MlflowTracker(Tracker):
             left.update(op[0] for op in (self._held, self._inflight) if op is not None)
             log.error(
                 "MLflow tracking of %s at %s gave up after waiting %gs: not delivered %s%s "
-                "(last error: %s); the store holds all of it, and resuming a tuning job writes "
-                "it again",
+                "(last error: %s); the store holds all of it: `tuner track %s` writes it once "
+                "the server answers",
                 self.name,
                 self.uri,
                 self.close_timeout,
                 _describe(left + self.dropped) or "nothing queued",
                 "" if record is None else ", nor the end of the tuning job",
                 self.last_error,
+                self.name,
             )
         elif self.dropped:
             log.info("MLflow tracking of %s caught up from the store", self.name)
+
+    def catch_up(self) -> None:
+        """Write the whole tuning job from the store now, in this thread, skipping what MLflow
+        already holds (``tuner track``: a tuning job that ended while its server was away).
+        MLflow's errors are raised, not retried."""
+        self._sync(final=True)
 
     def _put(self, op: Op) -> None:
         try:
