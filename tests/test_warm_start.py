@@ -391,3 +391,48 @@ def test_hyperband_refuses_warm_start_when_the_definition_is_parsed(tmp_path):
         TuningJobDefinition.parse(data)
     assert "warm_start_config.type: strategy 'Hyperband' takes no warm start" in str(info.value)
     assert "got 'IdenticalDataAndAlgorithm'" in str(info.value)
+
+
+def test_an_identical_child_first_exploits_near_the_parents_best():
+    """After exact observations from a parent, the native engine's first model-based
+    suggestion minimises the predicted mean in the trust region around the best observation:
+    on a smooth bowl it lands nearer the minimum than the best observation, and inside the
+    region. A TransferLearning prior, or results told the ordinary way, do not do this."""
+    import numpy as np
+
+    from tuner.parameters import parameter_from_dict
+    from tuner.space import SearchSpace
+    from tuner.strategies import make_strategy
+    from tuner.strategies.bayesian import WARM_EXPLOIT, BayesianStrategy
+
+    space = SearchSpace({"x": parameter_from_dict(X), "y": parameter_from_dict(Y)})
+    centre = np.array([0.31, 0.62])
+
+    def bowl(c: dict[str, float]) -> float:
+        return -float(np.sum((np.array([c["x"], c["y"]]) - centre) ** 2))
+
+    rng = np.random.default_rng(3)
+    observations = [
+        ({"x": float(a), "y": float(b)}, bowl({"x": a, "y": b})) for a, b in rng.random((16, 2))
+    ]
+    best_config, best = max(observations, key=lambda o: o[1])
+
+    child = make_strategy("Bayesian", space, maximize=True, seed=7)
+    child.warm_start(observations)
+    assert child._native.exploit_next == WARM_EXPLOIT == 1
+    (first,) = child.ask(1)
+    assert child._native.exploit_next == 0  # then the usual alternation
+    assert bowl(first) > best  # the model's best bet beats the best observation
+    steps = np.abs(np.array([first["x"] - best_config["x"], first["y"] - best_config["y"]]))
+    assert np.all(steps <= 0.25 + 1e-12)  # inside the trust region (half-width <= 0.25)
+
+    told = make_strategy("Bayesian", space, maximize=True, seed=7)
+    for config, value in observations:
+        told.tell(config, value)
+    assert told._native.exploit_next == 0
+    transfer = make_strategy("Bayesian", space, maximize=True, seed=7)
+    transfer.warm_start([], [], observations)
+    assert transfer._native.exploit_next == 0
+    skopt = BayesianStrategy(space, maximize=True, seed=7, engine="skopt")
+    skopt.warm_start(observations)
+    assert skopt._native.exploit_next == 0 and skopt.ask(1)  # other engines: as before

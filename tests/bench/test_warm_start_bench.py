@@ -8,10 +8,14 @@ from bench.warm_start import identical, transfer
 
 
 def test_both_warm_start_figures_come_out():
-    best, warm, cold = identical(0, parent_jobs=4, child_jobs=2)
+    best, warm, cold, warm_near, cold_near = identical(0, parent_jobs=4, child_jobs=2)
     assert 0.5 < best <= 1.0
     assert warm in (1, 2, math.inf) and cold in (1, 2, math.inf)
-    target, cold_jobs, child_jobs, child_best = transfer(0, parent_jobs=4, child_jobs=3)
+    assert warm_near <= warm and cold_near <= cold  # within one image comes no later
+    target, cold_jobs, child_jobs, child_best, cold_near, child_near = transfer(
+        0, parent_jobs=4, child_jobs=3
+    )
     assert cold_jobs in (1, 2, 3)  # the cold job reaches its own final best
     assert child_jobs in (1, 2, 3, math.inf) and 0.5 < child_best <= 1.0
     assert 0.5 < target <= 1.0
+    assert cold_near <= cold_jobs and child_near <= child_jobs

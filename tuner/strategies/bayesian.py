@@ -28,6 +28,7 @@ scikit-optimize engines, 10 (Optuna's ``n_startup_trials``) for Optuna.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ LIE_STRATEGIES = ("cl_min", "cl_mean", "cl_max")
 ENGINES = ("native", "skopt", "optuna")
 MAX_DIMENSIONS = 1000
 ACQ_FUNCS = ("EI", "PI", "LCB", "gp_hedge")
+WARM_EXPLOIT = 1  # native engine: exploiting suggestions after an identical warm start
 
 
 class BayesianStrategy(Strategy):
@@ -198,6 +200,20 @@ class BayesianStrategy(Strategy):
 
     def _point(self, config: Config) -> list[float]:
         return [float(x) for x in self.space.encode(config)]
+
+    def warm_start(
+        self,
+        observations: Sequence[tuple[Config, float]],
+        first: Sequence[Config] = (),
+        prior: Sequence[tuple[Config, float]] = (),
+    ) -> None:
+        """As every strategy; after exact observations of the same objective (an
+        IdenticalDataAndAlgorithm parent's), the native engine's first ``WARM_EXPLOIT``
+        model-based suggestions exploit: the parents explored already, so the child's first job
+        is the model's best bet near their best (``gp.py``, ``exploit_next``)."""
+        super().warm_start(observations, first, prior)
+        if self.engine == "native" and observations:
+            self._native.exploit_next = WARM_EXPLOIT
 
     def _prior(self, config: Config, loss: float) -> None:
         """TransferLearning parents' results: the native engine models them as a prior (scaled

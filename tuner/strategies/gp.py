@@ -29,6 +29,10 @@ the same points.
   half a length scale wide in each dimension (a trust region, as in TuRBO: Eriksson et al.,
   NeurIPS 2019). That makes the search converge inside the basin it has found, which expected
   improvement alone does slowly, while the other half keeps exploring.
+- ``exploit_next``: that many model-based suggestions (set after a warm start from exact
+  observations of the same objective) come first, each minimising the predicted mean inside
+  the trust region: the model's best bet near the best result so far, with no exploration
+  bonus (``EXPLOIT_BETA``).
 - Prior results (``add_prior``: a related problem's, e.g. a TransferLearning parent's) join the
   model as extra points, their losses scaled on their own (centred and divided as above), so
   only their shape is trusted, never their level; own results are scaled on their own too once
@@ -66,6 +70,7 @@ WARM_FIT_ITERATIONS = 50
 FRESH_START_EVERY = 5  # fits that also start from the prior's mode
 PRIOR = Prior()
 LOCAL_BETA = 1.0  # the trust region's acquisition: -(mean - LOCAL_BETA * std)
+EXPLOIT_BETA = 0.0  # the same for the ``exploit_next`` suggestions: the predicted mean alone
 BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
 OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
@@ -97,6 +102,7 @@ class GPSearch:
         self._theta: np.ndarray | None = None  # the last fit's hyperparameters
         self._fits = 0
         self._model_asks = 0
+        self.exploit_next = 0  # model-based suggestions to make by exploitation first
         self._sobol = qmc.Sobol(dimensions, scramble=True, seed=rng)
 
     def tell(self, x: np.ndarray, loss: float) -> None:
@@ -209,9 +215,12 @@ class GPSearch:
     ) -> np.ndarray:
         """The best candidate once the ``busy`` points are told with a lie: by log expected
         improvement, or every ``LOCAL_EVERY``-th call by lower confidence bound in the trust
-        region."""
+        region (the ``exploit_next`` calls first: by predicted mean there)."""
         self._model_asks += 1
-        in_region = self._model_asks % LOCAL_EVERY == 0
+        exploit = self.exploit_next > 0
+        self.exploit_next -= exploit
+        in_region = exploit or self._model_asks % LOCAL_EVERY == 0
+        beta = EXPLOIT_BETA if exploit else LOCAL_BETA
         pending = np.array(busy)
         if busy:
             # In the trust region the busy points are told their predicted mean (kriging
@@ -234,7 +243,7 @@ class GPSearch:
         def score(points: np.ndarray) -> np.ndarray:
             mean, std = gp.predict(points)
             if in_region:
-                values = LOCAL_BETA * std - mean
+                values = beta * std - mean
             else:
                 values = log_expected_improvement(mean, np.maximum(std, 1e-9), best)
             if near_busy is not None:
