@@ -19,7 +19,8 @@ What the child takes (only parents' training jobs whose objective Succeeded):
   objective. A configuration outside the child's ranges is dropped, not clipped: its value
   was measured at another point, and telling it at the boundary would be a false observation.
   Strategies hear them before their first suggestion (``Strategy.warm_start``): Bayesian and
-  TPE model them as their own results, Random and Grid never suggest them again.
+  TPE model them as their own results (the native Bayesian engine's first model-based
+  suggestion then exploits near their best), Random and Grid never suggest them again.
 - ``TransferLearning``: results are hints about another (related) problem. The parents'
   configurations are mapped into the child's space: removed parameters are dropped; an added
   parameter takes the parent's static value when it had one (clipped into range), otherwise
@@ -27,8 +28,10 @@ What the child takes (only parents' training jobs whose objective Succeeded):
   outside the new range are clipped to it (integers rounded); a categorical value the child no
   longer offers drops the configuration. The best ``TRANSFER_FIRST`` distinct mapped
   configurations (by the parents' objective) are the child's first suggestions: the child
-  measures them itself, and its model is built on its own measurements only, so nothing of the
-  other problem is taken as exact.
+  measures them itself. Every mapped result is also a ``prior`` that a strategy may model
+  apart from its own results (the native Bayesian engine: scaled on their own, left out once
+  the child has enough results of its own), so nothing of the other problem is taken as
+  exact.
 
 Parents' jobs never count towards the child's ``max_jobs``, ``max_jobs_without_improvement``
 or best training job; ``describe`` names the parents and how many observations came from each.
