@@ -77,7 +77,8 @@ def test_some_failures_among_successes_complete_and_are_listed(tmp_path):
 def test_help_lists_every_verb_in_plain_words(tmp_path):
     result = tuner(tmp_path, "--help")
     assert result.returncode == 0
-    for verb in ("run", "resume", "compare", "report", "list", "describe", "stop", "export"):
+    verbs = ("run", "resume", "compare", "report", "list", "describe", "stop", "export", "track")
+    for verb in verbs:
         assert verb in result.stdout
     assert "check-metrics" in result.stdout and "serve" in result.stdout
     assert "``" not in result.stdout and "Exit codes: 0 success, 1 a tuning job failed" in (

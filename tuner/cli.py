@@ -384,8 +384,8 @@ DESCRIPTION = (
     "regexes on a sample log, serve the REST API."
 )
 EPILOG = (
-    "Exit codes: 0 success, 1 a tuning job failed (or check-metrics found no objective), "
-    "2 bad input, 130 interrupted."
+    "Exit codes: 0 success, 1 a tuning job failed (or check-metrics found no objective, or "
+    "MLflow did not take tuner track's writes), 2 bad input, 130 interrupted."
 )
 
 
