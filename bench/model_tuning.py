@@ -54,10 +54,12 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -584,6 +586,7 @@ def run_problem(
             losses[contender] = [CONTENDERS[contender](problem, rounds, batch, s) for s in seeds]
             seconds[contender] = time.perf_counter() - began
             in_objective[contender] = spent[0]
+            print(f"  {name} {contender}: {seconds[contender]:.0f} s", file=sys.stderr, flush=True)
     finally:
         problem.loss = plain_loss  # type: ignore[method-assign]
     return Outcome(name, losses, seconds, in_objective)
@@ -649,35 +652,34 @@ def _tuner_source() -> str:
     return f"{where} at {commit}{' (uncommitted changes in tuner/)' if dirty else ''}"
 
 
-def report(
-    outcomes: list[Outcome], contenders: list[str], seeds: list[int], rounds: int, batch: int
-) -> None:
-    scored = [score(o) for o in outcomes]
+def print_problem(s: Scores, contenders: list[str]) -> None:
+    """One problem's block: per contender mean +- standard error [min-max], winner, the check."""
     width = max(len(c) for c in contenders)
     print(
-        f"\nscore 0-100 per problem: 100 = best loss any run found, 0 = mean loss of a random "
-        f"configuration; mean over {len(seeds)} seeds +- standard error [min-max]"
+        f"\n{s.problem}: {PROBLEMS[s.problem].description}\n"
+        f"  best loss {s.best:.4f}, mean random configuration {s.random_mean:.4f}"
     )
+    winners = s.winners()
+    for c in contenders:
+        runs = s.runs[c]
+        mark = "  winner" if c in winners else ""
+        print(
+            f"  {c:{width}} {s.mean(c):6.1f} +- {s.se(c):4.1f} "
+            f"[{min(runs):6.1f} - {max(runs):6.1f}]{mark}"
+        )
+    if "ours-bayesian" in contenders:
+        ok = s.at_least("ours-bayesian")
+        print(f"  ours-bayesian >= random within the spread: {'yes' if ok else 'NO'}", flush=True)
+
+
+def print_summary(outcomes: list[Outcome], scored: list[Scores], contenders: list[str]) -> None:
+    """Overall mean score, shared wins and seconds per contender; the ranking; the check."""
+    width = max(len(c) for c in contenders)
     wins = dict.fromkeys(contenders, 0.0)
     for s in scored:
-        problem = PROBLEMS[s.problem]
-        print(
-            f"\n{s.problem}: {problem.description}\n"
-            f"  best loss {s.best:.4f}, mean random configuration {s.random_mean:.4f}"
-        )
         winners = s.winners()
-        for c in contenders:
-            runs = s.runs[c]
-            mark = "  winner" if c in winners else ""
-            print(
-                f"  {c:{width}} {s.mean(c):6.1f} +- {s.se(c):4.1f} "
-                f"[{min(runs):6.1f} - {max(runs):6.1f}]{mark}"
-            )
         for c in winners:
             wins[c] += 1 / len(winners)
-        if "ours-bayesian" in contenders:
-            ok = s.at_least("ours-bayesian")
-            print(f"  ours-bayesian >= random within the spread: {'yes' if ok else 'NO'}")
     overall = {c: statistics.fmean(s.mean(c) for s in scored) for c in contenders}
     print(
         f"\n{'overall':{width}} {'mean score':>10} {'wins':>6} {'seconds':>8} {'optimizer s':>11}"
@@ -726,13 +728,24 @@ def main(argv: list[str] | None = None) -> None:
         f"({args.rounds * args.batch} evaluations), problems: {', '.join(args.problems)}"
     )
     began = time.perf_counter()
+    print(
+        "\nscore 0-100 per problem: 100 = best loss any run found, 0 = mean loss of a random "
+        f"configuration; mean over {len(seeds)} seeds +- standard error [min-max]"
+    )
     work = [(p, contenders, seeds, args.rounds, args.batch) for p in args.problems]
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            outcomes = list(pool.map(run_problem, *zip(*work, strict=True)))
-    else:
-        outcomes = [run_problem(*w) for w in work]
-    report(outcomes, contenders, seeds, args.rounds, args.batch)
+    outcomes: list[Outcome] = []
+    scored: list[Scores] = []
+    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
+        done = (
+            pool.map(run_problem, *zip(*work, strict=True))
+            if pool
+            else (run_problem(*w) for w in work)
+        )
+        for outcome in done:  # each problem's block as soon as it is done
+            outcomes.append(outcome)
+            scored.append(score(outcome))
+            print_problem(scored[-1], contenders)
+    print_summary(outcomes, scored, contenders)
     print(f"wall seconds: {time.perf_counter() - began:.0f} ({args.jobs} process(es))")
 
 
