@@ -37,7 +37,7 @@ spread: mean(ours-bayesian) >= mean(random) - sqrt(se(ours-bayesian)^2 + se(rand
 the overall mean score and the wins per contender, a ranking line, and the seconds per contender
 (total, and the optimizer's share: time spent outside the objective).
 
-    python bench/model_tuning.py [--problems tree-wine svm-digits] [--contenders ours-bayesian
+    python bench/model_tuning.py [--problems tree-wine svm-cancer] [--contenders ours-bayesian
         random] [--seeds 5] [--first-seed 0] [--rounds 16] [--batch 8] [--jobs 1]
 
 ``random`` always runs (the scale needs it), added when not named. ``--jobs 2`` runs problems in
