@@ -1,15 +1,20 @@
 """Early stopping on real learning curves: our median rule and Hyperband against Optuna's pruners.
 
-Two real training problems, trained in-process on the CPU, one objective value per unit of
-resource (the k-th value is step k, as the tuner reads a log):
+Two real training problems, trained in-process on the CPU, each with two objectives read from
+the same training (one value per unit of resource: the k-th value is step k, as the tuner reads
+a log):
 
 - ``digits``: the quickstart's network (examples/train_digits_sgd.py: one hidden layer of 32,
   SGD with momentum and L2 on scikit-learn's digits, 70/30 split) for up to ``R`` epochs; the
   validation accuracy after each epoch, maximized. Curves rise and flatten; bad learning rates
-  diverge (accuracy 0.1 from then on).
+  diverge (accuracy 0.1 from then on). ``digits-loss``: the same epochs' validation
+  cross-entropy, minimized (a diverged network reads 10; chance is ln 10 = 2.3): less quantized
+  than accuracy (one image is 0.0019 of it), and it turns up when a network grows overconfident.
 - ``boosting``: gradient-boosted trees (scikit-learn, ``warm_start``) on scikit-learn's diabetes
   regression, 4 trees per step, up to ``R`` steps; the validation RMSE after each step,
   minimized. Curves fall and, with large learning rates or deep trees, turn up again (overfit).
+  ``boosting-best``: the best validation RMSE so far (the model a script with early-stopping
+  rounds keeps, as XGBoost's and LightGBM's do): curves that fall and flatten, never turn up.
 
 Learning curves are cached per configuration: a configuration is trained once, lazily and only
 as far as some arm asked (the model is kept and training resumed), deterministic for the
@@ -24,14 +29,19 @@ Arms: ``random`` (full budget), ``random+auto`` (median rule), ``hyperband`` (ra
 all through our public strategy and stopping modules (``tuner.strategies``, ``tuner.stopping``)
 the way the scheduler drives them; ``asha`` and ``asha-bayes``, Hyperband with one bracket
 (``brackets: 1``), as extra arms; and Optuna's ``TPESampler`` with ``MedianPruner`` and with
-``HyperbandPruner(min_resource=1, max_resource=R, reduction_factor=3)``, their defaults
-otherwise, on the same curves and seeds. Best values count completed (full-budget) jobs only.
+``HyperbandPruner(min_resource, max_resource=R, reduction_factor=eta)`` (the same resources as
+ours), their defaults otherwise, on the same curves and seeds. Best values count completed
+(full-budget) jobs only.
 
 Prints per problem: median over seeds of the best at compute B/3 and B; the median compute to
 reach random's median best at B (the target), as a fraction of B and as a ratio to random's own
 median compute to reach it (a seed that never did counts as infinite), and how many seeds
-reached it within the horizon; and in how many seeds hyperband-bayes is at least as good as
-Optuna TPE + HyperbandPruner at B.
+reached it within the horizon and within B/3; and in how many seeds each arm's best at B is at
+least Optuna TPE + HyperbandPruner's (the goal's comparison is hyperband-bayes's).
+``--max-resource``, ``--min-resource``, ``--eta`` and ``--brackets`` set R and Hyperband's
+resources (default 27, 1, 3, all); ``--arms`` a subset of the arms (random, hyperband-bayes and
+optuna-tpe+hyperband always run); ``--first-seed`` the seeds (held-out ones); ``--cache DIR``
+keeps the curves in files so that later runs replay them.
 
 ``--fidelity N`` prints instead what every rung-based rule rests on: N random configurations
 trained to R, and per rung r the rank correlation (Spearman) of the values at r with those at R,
@@ -39,7 +49,8 @@ and how many of the configurations in the best tenth at R are in the best 1/eta 
 that one cut of successive halving at r keeps; a random cut keeps 1/eta of them).
 
     python bench/early_stopping.py [--problems digits boosting] [--seeds 10] [--parallel 2]
-    python bench/early_stopping.py --fidelity 200
+    python bench/early_stopping.py --max-resource 81 --min-resource 3 --problems digits-loss
+    python bench/early_stopping.py --fidelity 200 [--max-resource 81]
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ import os
 import pickle
 import platform
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -210,7 +222,9 @@ def digits_loss_problem() -> Problem:
     return Problem("digits-loss", DIGITS_SPACE, False, digits_curves(), metric=1)
 
 
-def boosting_problem() -> Problem:
+@functools.cache
+def boosting_curves() -> Curves:
+    """Boosting's (RMSE, best RMSE so far) after each step of 4 trees, for both its problems."""
     from sklearn.datasets import load_diabetes
     from sklearn.ensemble import GradientBoostingRegressor
     from sklearn.model_selection import train_test_split
@@ -219,7 +233,7 @@ def boosting_problem() -> Problem:
     x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.3, random_state=0)
 
     def make(c: Config) -> Any:
-        return GradientBoostingRegressor(
+        model = GradientBoostingRegressor(
             learning_rate=c["learning_rate"],
             max_depth=c["max_depth"],
             subsample=c["subsample"],
@@ -228,25 +242,42 @@ def boosting_problem() -> Problem:
             warm_start=True,
             random_state=0,
         )
+        return {"model": model, "best": math.inf}
 
-    def step(model: Any) -> tuple[float]:
+    def step(state: dict[str, Any]) -> tuple[float, float]:
+        model = state["model"]
         model.n_estimators += 4
         model.fit(x_train, y_train)
-        return (float(np.sqrt(np.mean((model.predict(x_val) - y_val) ** 2))),)
+        rmse = float(np.sqrt(np.mean((model.predict(x_val) - y_val) ** 2)))
+        state["best"] = min(state["best"], rmse)
+        return rmse, state["best"]
 
-    space: dict[str, Parameter] = {
-        "learning_rate": ContinuousParameter(0.005, 1.0, "Logarithmic"),
-        "max_depth": IntegerParameter(1, 8),
-        "subsample": ContinuousParameter(0.2, 1.0),
-        "min_samples_leaf": IntegerParameter(1, 60, "Logarithmic"),
-    }
-    return Problem("boosting", space, False, Curves(make, step))
+    return Curves(make, step)
+
+
+BOOSTING_SPACE: dict[str, Parameter] = {
+    "learning_rate": ContinuousParameter(0.005, 1.0, "Logarithmic"),
+    "max_depth": IntegerParameter(1, 8),
+    "subsample": ContinuousParameter(0.2, 1.0),
+    "min_samples_leaf": IntegerParameter(1, 60, "Logarithmic"),
+}
+
+
+def boosting_problem() -> Problem:
+    return Problem("boosting", BOOSTING_SPACE, False, boosting_curves(), metric=0)
+
+
+def boosting_best_problem() -> Problem:
+    """The same trees, reported as the best validation RMSE so far (the model a script with
+    early-stopping rounds keeps): curves that fall and flatten, never turn up."""
+    return Problem("boosting-best", BOOSTING_SPACE, False, boosting_curves(), metric=1)
 
 
 PROBLEMS = {
     "digits": digits_problem,
     "digits-loss": digits_loss_problem,
     "boosting": boosting_problem,
+    "boosting-best": boosting_best_problem,
 }
 
 
@@ -463,6 +494,7 @@ def run_problem(
             run = simulate(problem, contender, int(budget * horizon), parallel, r)
             traces[arm].append(run)
             seconds[arm] += time.perf_counter() - began
+        print(f"  {name}: seed {seed} done", file=sys.stderr, flush=True)
     finals = [b for t in traces["random"] if (b := t.best_at(budget)) is not None]
     target = statistics.median(finals)
     rows = []
