@@ -8,6 +8,8 @@ from bench.early_stopping import (
     ARMS,
     Curves,
     Settings,
+    boosting_best_problem,
+    boosting_problem,
     digits_loss_problem,
     digits_problem,
     fidelity,
@@ -25,6 +27,14 @@ def test_digits_and_digits_loss_read_one_training_of_each_configuration():
     assert 0.5 < first <= third <= 1.0  # a sound configuration learns
     assert 0.0 < loss.value(CONFIG, 3) < loss.value(CONFIG, 1) < math.log(10)
     assert accuracy.curves.trained_steps - before <= 3  # the loss came with the accuracy
+
+
+def test_boosting_best_is_the_running_minimum_of_boostings_rmse():
+    last, best = boosting_problem(), boosting_best_problem()
+    config = {"learning_rate": 0.8, "max_depth": 6, "subsample": 1.0, "min_samples_leaf": 1}
+    rmse = [last.value(config, k) for k in range(1, 10)]
+    assert [best.value(config, k) for k in range(1, 10)] == [min(rmse[:k]) for k in range(1, 10)]
+    assert rmse[-1] > min(rmse)  # this configuration overfits: its last value turns up
 
 
 def test_cached_curves_extend_with_the_same_values(tmp_path):
