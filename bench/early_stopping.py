@@ -406,8 +406,21 @@ ARMS: dict[str, Make] = {
     "optuna-tpe+median": lambda p, s, r: OptunaArm(p, s, "median", r),
     "optuna-tpe+hyperband": lambda p, s, r: OptunaArm(p, s, "hyperband", r),
 }
-# Always run: the target and the seed-by-seed comparison are taken from them.
-REQUIRED_ARMS = ("random", "hyperband-bayes", "optuna-tpe+hyperband")
+RUNG_ARMS = ("hyperband", "hyperband-bayes", "asha", "asha-bayes", "optuna-tpe+hyperband")
+
+
+def arm_variants(arms: list[str], settings: list[Settings]) -> list[tuple[str, str, Settings]]:
+    """(label, arm, settings) to run: ``random`` always (the target is its), the rung-based arms
+    once per settings (labelled ``arm r=min_resource`` when there are several), others once."""
+    out = []
+    for arm in ARMS:
+        if arm not in arms and arm != "random":
+            continue
+        if arm in RUNG_ARMS and len(settings) > 1:
+            out += [(f"{arm} r={s.min_resource}", arm, s) for s in settings]
+        else:
+            out.append((arm, arm, settings[0]))
+    return out
 
 
 # The simulated run: a clock in units of compute, ``parallel`` jobs at once.
@@ -478,28 +491,49 @@ def run_problem(
     full_jobs: int,
     parallel: int,
     horizon: float,
-    settings: Settings,
+    settings: Settings | list[Settings],
     arms: list[str],
+    after_seed: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
+    """Every arm on every seed; ``settings`` (several: the rung-based arms once per settings,
+    which must share ``max_resource``); ``after_seed`` called after each seed."""
     problem = PROBLEMS[name]()
-    r = settings.max_resource
+    settings = settings if isinstance(settings, list) else [settings]
+    r = settings[0].max_resource
     budget = full_jobs * r
-    arms = [a for a in ARMS if a in arms or a in REQUIRED_ARMS]
-    traces: dict[str, list[Trace]] = {arm: [] for arm in arms}
-    seconds: dict[str, float] = dict.fromkeys(arms, 0.0)
-    for seed in seeds:
-        for arm in arms:
-            began = time.perf_counter()
-            contender = ARMS[arm](problem, seed, settings)
-            run = simulate(problem, contender, int(budget * horizon), parallel, r)
-            traces[arm].append(run)
-            seconds[arm] += time.perf_counter() - began
-        print(f"  {name}: seed {seed} done", file=sys.stderr, flush=True)
+    variants = arm_variants(arms, settings)
+    traces: dict[str, list[Trace]] = {label: [] for label, _, _ in variants}
+    seconds: dict[str, float] = dict.fromkeys(traces, 0.0)
+    done = 0
+    try:
+        for seed in seeds:
+            for label, arm, arm_settings in variants:
+                began = time.perf_counter()
+                contender = ARMS[arm](problem, seed, arm_settings)
+                run = simulate(problem, contender, int(budget * horizon), parallel, r)
+                traces[label].append(run)
+                seconds[label] += time.perf_counter() - began
+            done += 1
+            if after_seed is not None:
+                after_seed()
+            print(f"  {name}: seed {seed} done", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # SIGINT: report the seeds done so far
+        print(f"  {name}: interrupted after {done} seeds", file=sys.stderr, flush=True)
+        if not done:
+            raise
+        traces = {label: runs[:done] for label, runs in traces.items()}
+    seeds = seeds[:done]
     finals = [b for t in traces["random"] if (b := t.best_at(budget)) is not None]
     target = statistics.median(finals)
     rows = []
-    optuna = [t.best_at(budget) for t in traces["optuna-tpe+hyperband"]]
+    references = {label: t for label, t in traces.items() if label.startswith("optuna-tpe+hyp")}
     for arm, runs in traces.items():
+        # Compared with Optuna's HyperbandPruner on the same resources (the first one if none).
+        suffix = arm.split(" ")[1:]
+        reference = next(
+            (t for label, t in references.items() if label.split(" ")[1:] == suffix),
+            next(iter(references.values()), None),
+        )
         reach = [t.compute_to(target) for t in runs]  # within the horizon
         reached = [r for r in reach if r is not None]
         ours = [t.best_at(budget) for t in runs]
@@ -515,7 +549,9 @@ def run_problem(
                 "to_target": to_target,
                 "reached": len(reached),
                 "by_third": sum(r <= budget / 3 for r in reached),
-                "wins": wins(ours, optuna, problem.maximize),
+                "wins": None
+                if reference is None
+                else wins(ours, [t.best_at(budget) for t in reference], problem.maximize),
                 "seconds": seconds[arm],
             }
         )
@@ -525,8 +561,8 @@ def run_problem(
         "target": target,
         "budget": budget,
         "rows": rows,
-        "wins": next(r["wins"] for r in rows if r["arm"] == "hyperband-bayes"),
         "seeds": len(seeds),
+        "first_seed": seeds[0],
         "trained_steps": problem.curves.trained_steps,
     }
 
@@ -543,11 +579,13 @@ def print_result(result: dict[str, Any]) -> None:
     b = result["budget"]
     kind = "max" if result["maximize"] else "min"
     print(
-        f"\n{result['problem']} ({kind}), budget B = {b} steps, target = random's median best "
+        f"\n{result['problem']} ({kind}), seeds {result['first_seed']}-"
+        f"{result['first_seed'] + result['seeds'] - 1}, budget B = {b} steps, "
+        f"target = random's median best "
         f"{result['target']:.4f}; {result['trained_steps']} steps trained for all arms"
     )
     print(
-        f"{'arm':>22} {'best@B/3':>9} {'best@B':>8} {'to target (xB)':>15} "
+        f"{'arm':>26} {'best@B/3':>9} {'best@B':>8} {'to target (xB)':>15} "
         f"{'vs random':>10} {'reached':>8} {'by B/3':>7} {'>= optuna-hb':>13} {'sim s':>6}"
     )
     reference = next(r["to_target"] for r in result["rows"] if r["arm"] == "random")
@@ -558,14 +596,12 @@ def print_result(result: dict[str, Any]) -> None:
         third = "-" if r["best_third"] is None else f"{r['best_third']:.4f}"
         full = "-" if r["best_full"] is None else f"{r['best_full']:.4f}"
         n = result["seeds"]
+        wins_text = "-" if r["wins"] is None else str(r["wins"])
         print(
-            f"{r['arm']:>22} {third:>9} {full:>8} {to:>15} {ratio:>10} "
-            f"{r['reached']:>3}/{n:<4} {r['by_third']:>3}/{n:<3} {r['wins']:>8}/{n:<4} "
+            f"{r['arm']:>26} {third:>9} {full:>8} {to:>15} {ratio:>10} "
+            f"{r['reached']:>3}/{n:<4} {r['by_third']:>3}/{n:<3} {wins_text:>8}/{n:<4} "
             f"{r['seconds']:>6.1f}"
         )
-    print(
-        f"hyperband-bayes >= optuna-tpe+hyperband at B in {result['wins']}/{result['seeds']} seeds"
-    )
 
 
 def fidelity(name: str, n: int, settings: Settings) -> None:
@@ -604,7 +640,9 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2, help="jobs running at once")
     parser.add_argument("--horizon", type=float, default=2.0, help="run each arm to this x B")
     parser.add_argument("--max-resource", type=int, default=27, help="R: epochs (steps) per job")
-    parser.add_argument("--min-resource", type=int, default=1, help="Hyperband's first rung")
+    parser.add_argument(
+        "--min-resource", type=int, nargs="+", default=[1], help="Hyperband's first rung(s)"
+    )
     parser.add_argument("--eta", type=int, default=3, help="Hyperband's reduction factor")
     parser.add_argument("--brackets", type=int, help="Hyperband's brackets (default: all)")
     parser.add_argument("--cache", metavar="DIR", help="keep learning curves in files here")
@@ -612,13 +650,13 @@ def main() -> None:
         "--fidelity", type=int, metavar="N", help="rank agreement of rungs with R on N configs"
     )
     args = parser.parse_args()
-    settings = Settings(args.max_resource, args.min_resource, args.eta, args.brackets)
+    settings = [Settings(args.max_resource, r, args.eta, args.brackets) for r in args.min_resource]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     print(
         f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{time.strftime('%Y-%m-%d')}; seeds {seeds[0]}-{seeds[-1]}, R = {settings.max_resource}, "
-        f"min_resource = {settings.min_resource}, eta = {settings.eta}, "
-        f"brackets = {settings.brackets or 'all'}, {args.parallel} jobs at once, "
+        f"{time.strftime('%Y-%m-%d')}; seeds {seeds[0]}-{seeds[-1]}, R = {args.max_resource}, "
+        f"min_resource = {args.min_resource}, eta = {args.eta}, "
+        f"brackets = {args.brackets or 'all'}, {args.parallel} jobs at once, "
         f"B = {args.full_jobs} full jobs, horizon {args.horizon} B"
     )
     with threadpool_limits(1):
@@ -628,10 +666,18 @@ def main() -> None:
             if cache:
                 problem.curves.load(cache)
             if args.fidelity:
-                fidelity(name, args.fidelity, settings)
+                fidelity(name, args.fidelity, settings[0])
             else:
+                save = functools.partial(problem.curves.save, cache) if cache else None
                 result = run_problem(
-                    name, seeds, args.full_jobs, args.parallel, args.horizon, settings, args.arms
+                    name,
+                    seeds,
+                    args.full_jobs,
+                    args.parallel,
+                    args.horizon,
+                    settings,
+                    args.arms,
+                    save,
                 )
                 print_result(result)
             if cache:
