@@ -65,3 +65,20 @@ def test_every_arm_runs_with_its_settings_and_reports(capsys):
     assert "6 random configurations trained to R = 9" in out
     rungs = [line.split()[0] for line in out.splitlines()[-1:]]
     assert rungs == ["3"]  # rungs from min_resource: 3 (9 is R itself)
+
+
+def test_rung_based_arms_run_once_per_min_resource_against_optuna_on_the_same_rungs():
+    settings = [Settings(max_resource=9, min_resource=1), Settings(max_resource=9, min_resource=3)]
+    result = run_problem(
+        "boosting-best", [0], 2, 2, 1.0, settings, ["hyperband", "optuna-tpe+hyperband"]
+    )
+    rows = {r["arm"]: r for r in result["rows"]}
+    assert list(rows) == [
+        "random",
+        "hyperband r=1",
+        "hyperband r=3",
+        "optuna-tpe+hyperband r=1",
+        "optuna-tpe+hyperband r=3",
+    ]
+    # Each Optuna arm is its own reference: at least as good as itself in the one seed.
+    assert rows["optuna-tpe+hyperband r=1"]["wins"] == rows["optuna-tpe+hyperband r=3"]["wins"] == 1
