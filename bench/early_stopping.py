@@ -351,7 +351,10 @@ class OptunaArm(Arm):
                 reduction_factor=settings.eta,
             ),
         }
+        # A fixed name: HyperbandPruner assigns brackets by a hash of the study's name and the
+        # trial's number, and the default name is random (runs would differ from each other).
         self.study = optuna.create_study(
+            study_name=f"bench-{problem.name}-{seed}",
             direction="maximize" if problem.maximize else "minimize",
             sampler=optuna.samplers.TPESampler(seed=seed),
             pruner=pruners[pruner],
