@@ -116,8 +116,10 @@ def assert_mirrors_the_store(server: MlflowServer, tuner: HyperparameterTuner) -
 
 
 def test_a_tuning_job_is_a_parent_run_and_each_training_job_a_nested_run(
-    tmp_path, sqlite_url, mlflow_server
+    tmp_path, sqlite_url, mlflow_server, monkeypatch
 ):
+    # A slow (loaded) server is not a down one: give the queue time to drain at the end.
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
     data = definition(tmp_path, mlflow_server.url, "tracked", static={"sleep": 1.5})
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
     tuner.fit(wait=False)
