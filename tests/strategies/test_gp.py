@@ -194,8 +194,7 @@ def test_ties_among_own_results_count_once_the_prior_is_left_out():
         search.add_prior(point, _bowl(point))
     search.tell(np.array([0.5, 0.5]), 1.0)
     search.ask(1, [])
-    # the prior's losses differ and are modelled (EXPERIMENT: by the prior's own GP)
-    assert search._theta is not None or search._parent is not None
+    assert search._theta is not None  # the prior's losses differ and are modelled
     search = _search(5)
     for point in prior:
         search.add_prior(point, _bowl(point))
@@ -225,32 +224,3 @@ def test_a_plateau_with_an_island_inside_gets_the_island_found():
                 found += 1
                 break
     assert found >= 8
-
-
-def test_a_transfer_prior_mean_leads_where_the_child_has_no_data_and_own_results_override_it():
-    """EXPERIMENT (TUNER_PRIOR_MODE=mean): the parent's posterior mean is the child's prior
-    mean; the first suggestion follows the parent's optimum shape with no child data (not one
-    of the parent's points), and the child's own results override it where they disagree."""
-    parent_best, child_best = np.array([0.25, 0.3]), np.array([0.75, 0.7])
-
-    def parent(p):  # another level and scale: only the shape carries over
-        return 40.0 + 7.0 * float(np.sum((p - parent_best) ** 2))
-
-    def child(p):
-        return float(np.sum((p - child_best) ** 2))
-
-    search = GPSearch(2, np.random.default_rng(4), n_initial_points=5)
-    prior = np.random.default_rng(9).random((16, 2))
-    for point in prior:
-        search.add_prior(point, parent(point))
-    (first,) = search.ask(1, [])
-    assert np.linalg.norm(first - parent_best) < 0.06
-    assert min(np.linalg.norm(prior - first, axis=1)) > 1e-3
-    search.tell(first, child(first))
-    for _ in range(11):
-        (point,) = search.ask(1, [])
-        search.tell(point, child(point))
-    best = search.x[int(np.argmin(search.y))]
-    assert np.linalg.norm(best - child_best) < 0.1
-    model, x, y = search._fit()
-    assert np.allclose(model.predict(x)[0], y, atol=0.05)

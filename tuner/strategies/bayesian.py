@@ -211,10 +211,6 @@ class BayesianStrategy(Strategy):
         IdenticalDataAndAlgorithm parent's), the native engine's first ``WARM_EXPLOIT``
         model-based suggestions exploit: the parents explored already, so the child's first job
         is the model's best bet near their best (``gp.py``, ``exploit_next``)."""
-        from tuner.strategies import gp as _gp
-
-        if self.engine == "native" and prior and _gp.PRIOR_MODE == "mean":
-            first = list(first)[: _gp.PRIOR_FIRST]  # the prior's mean leads the child instead
         super().warm_start(observations, first, prior)
         if self.engine == "native" and observations:
             self._native.exploit_next = WARM_EXPLOIT

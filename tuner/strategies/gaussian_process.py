@@ -113,10 +113,6 @@ class GaussianProcess:
         self._k_inv = _inverse(chol)
         return self
 
-    def with_data(self, x: np.ndarray, y: np.ndarray) -> GaussianProcess:
-        """A process with the same hyperparameters conditioned on ``(x, y)`` instead."""
-        return GaussianProcess(self.theta).condition(x, y)
-
     def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the latent function at the rows of ``z``."""
         k = self._kernel(z, self._x)

@@ -40,16 +40,6 @@ the same points.
   towards ``n_initial_points``; the fitted noise grows where prior and own results disagree.
   Once there are ``prior_until`` own results (``n_initial_points``, at least twice the
   dimensions plus two), the prior is left out: from then on only own results are modelled.
-- EXPERIMENT (issue 16 goal (b), not landed; commit reverted): with ``TUNER_PRIOR_MODE=mean``
-  (the default in this commit) the prior is a task of its own instead: a GP fitted once to the
-  prior's scaled losses, whose posterior mean (times a slope, plus an offset, least squares on
-  the own scaled losses with the slope pulled towards ``AFFINE_TARGET`` by ``AFFINE_RIDGE``;
-  the offset alone below ``OWN_SCALE_AFTER`` own results) is the child's GP mean; the child's
-  GP is fitted to the residuals of its own results only. With no own result the first
-  suggestion is the prior mean's minimum. Switches: ``TUNER_PRIOR_OWN_INITIAL`` (own Sobol
-  points after that guess), ``TUNER_PRIOR_KEEP`` (0: left out at ``prior_until``),
-  ``TUNER_PRIOR_FIRST`` (parents' best configurations still run first),
-  ``TUNER_AMPLITUDE_FLOOR`` (least residual amplitude). README, "What was tried".
 - Batches and pending points: each chosen point is added to the model with a lie for its loss
   before the next one is chosen, with the hyperparameters kept. For expected improvement the
   lie is a constant (the best, mean or worst scaled loss: constant liar, Ginsbourger et al.,
@@ -84,15 +74,6 @@ EXPLOIT_BETA = 0.0  # the same for the ``exploit_next`` suggestions: the predict
 BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
 OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
-import os as _os  # noqa: E402  DEV switches, removed before landing
-
-PRIOR_MODE = _os.environ.get("TUNER_PRIOR_MODE", "mean")  # "mean" (task of its own) | "points"
-PRIOR_OWN_INITIAL = _os.environ.get("TUNER_PRIOR_OWN_INITIAL", "0") == "1"
-PRIOR_KEEP = _os.environ.get("TUNER_PRIOR_KEEP", "1") == "1"
-AMPLITUDE_FLOOR = float(_os.environ.get("TUNER_AMPLITUDE_FLOOR", "0"))
-AFFINE_TARGET = float(_os.environ.get("TUNER_AFFINE_TARGET", "1"))
-PRIOR_FIRST = int(_os.environ.get("TUNER_PRIOR_FIRST", "0"))
-AFFINE_RIDGE = float(_os.environ.get("TUNER_AFFINE_RIDGE", "1.0"))
 
 
 class GPSearch:
@@ -123,8 +104,6 @@ class GPSearch:
         self._model_asks = 0
         self.exploit_next = 0  # model-based suggestions to make by exploitation first
         self._sobol = qmc.Sobol(dimensions, scramble=True, seed=rng)
-        self._parent: GaussianProcess | None = None  # the prior's own model, fitted once
-        self._parent_size = 0
 
     def tell(self, x: np.ndarray, loss: float) -> None:
         self.x.append(np.asarray(x, dtype=float))
@@ -145,20 +124,14 @@ class GPSearch:
     def _ask(self, n: int, pending: list[np.ndarray]) -> list[np.ndarray]:
         busy = [np.asarray(p, dtype=float) for p in pending]
         out: list[np.ndarray] = []
-        model: tuple[Model, np.ndarray, np.ndarray] | None = None
+        model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
         # While every loss is tied the model is flat, and expected improvement on a flat model
         # chases its uncertainty into the corners: the Sobol sequence goes on instead.
         modelled = self.y + (self.prior_y if len(self.y) < self.prior_until else [])
         tied = len(set(modelled)) < 2
         for _ in range(n):
             known = len(self.y) + len(self.prior_y)
-            if self._uses_prior_mean():
-                # the prior mean's best guess first, then (optionally) own space-filling points
-                asked = len(self.y) + len(busy)
-                space_filling = PRIOR_OWN_INITIAL and 0 < asked < self.n_initial_points
-            else:
-                space_filling = known + len(busy) < self.n_initial_points
-            if space_filling or tied:
+            if known + len(busy) < self.n_initial_points or tied:
                 point = self._sobol_points(1)[0]
             else:
                 if model is None:
@@ -173,17 +146,8 @@ class GPSearch:
             warnings.simplefilter("ignore")  # balance warnings for counts not a power of 2
             return self._sobol.random(n)
 
-    def _uses_prior_mean(self) -> bool:
-        return (
-            PRIOR_MODE == "mean"
-            and bool(self.prior_y)
-            and (PRIOR_KEEP or len(self.y) < self.prior_until)
-        )
-
-    def _fit(self) -> tuple[Model, np.ndarray, np.ndarray]:
+    def _fit(self) -> tuple[GaussianProcess, np.ndarray, np.ndarray]:
         """The model of the results so far, with the points and scaled losses it holds."""
-        if self._uses_prior_mean():
-            return self._fit_on_prior_mean()
         x, y = self._points()
         x, y = self._subset(x, y, self.model_points)
         fit_x, fit_y = self._subset(x, y, self.fit_points)
@@ -198,55 +162,6 @@ class GPSearch:
         self._theta = gp.theta
         self._fits += 1
         return gp.condition(x, y), x, y
-
-    def _parent_model(self) -> GaussianProcess:
-        """The prior's own GP (its scaled losses), fitted once for all the prior's points."""
-        if self._parent is None or self._parent_size != len(self.prior_y):
-            x = np.array(self.prior_x).reshape(-1, self.dimensions)
-            y = self._scale(np.array(self.prior_y))
-            x, y = self._subset(x, y, self.model_points)
-            fit_x, fit_y = self._subset(x, y, self.fit_points)
-            fresh = GaussianProcess.default_theta(self.dimensions, PRIOR)
-            gp = GaussianProcess.fit(fit_x, fit_y, [fresh], PRIOR, FIRST_FIT_ITERATIONS)
-            self._parent, self._parent_size = gp.condition(x, y), len(self.prior_y)
-        return self._parent
-
-    def _fit_on_prior_mean(self) -> tuple[Model, np.ndarray, np.ndarray]:
-        """The child's GP on the residuals of its own scaled losses from the prior's posterior
-        mean, fitted to them affinely (see the contract)."""
-        parent = self._parent_model()
-        own = np.array(self.y)
-        x = np.array(self.x).reshape(-1, self.dimensions)
-        if len(own) >= OWN_SCALE_AFTER:
-            z = self._scale(own)
-        else:
-            prior = np.array(self.prior_y)
-            z = (own - float(np.median(prior))) / (float(prior.std()) or 1.0)
-        x, z = self._subset(x, z, self.model_points)
-        shape = parent.predict(x)[0]
-        slope, offset = _affine(shape, z, len(own) >= OWN_SCALE_AFTER)
-        mean = PriorMean(parent, slope, offset)
-        residual = z - mean(x)
-        fresh = GaussianProcess.default_theta(self.dimensions, PRIOR)
-        if len(z) < OWN_SCALE_AFTER:
-            gp = GaussianProcess(fresh).condition(x, residual) if len(z) else GaussianProcess(fresh)
-        else:
-            fit_x, fit_r = self._subset(x, residual, self.fit_points)
-            if self._theta is None:
-                starts, iterations = [fresh], FIRST_FIT_ITERATIONS
-            elif self._fits % FRESH_START_EVERY == 0:
-                starts, iterations = [self._theta, fresh], WARM_FIT_ITERATIONS
-            else:
-                starts, iterations = [self._theta], WARM_FIT_ITERATIONS
-            gp = GaussianProcess.fit(fit_x, fit_r, starts, PRIOR, iterations)
-            self._theta = gp.theta
-            if AMPLITUDE_FLOOR > 0 and gp.amplitude < AMPLITUDE_FLOOR:
-                theta = gp.theta.copy()
-                theta[0] = np.log(AMPLITUDE_FLOOR)
-                gp = GaussianProcess(theta)
-            self._fits += 1
-            gp.condition(x, residual)
-        return Shifted(gp, mean), x, z
 
     def _points(self) -> tuple[np.ndarray, np.ndarray]:
         """Own results and prior results, with their scaled losses (see the contract)."""
@@ -296,7 +211,7 @@ class GPSearch:
         return float(y.min())
 
     def _maximise(
-        self, gp: Model, x: np.ndarray, y: np.ndarray, busy: list[np.ndarray]
+        self, gp: GaussianProcess, x: np.ndarray, y: np.ndarray, busy: list[np.ndarray]
     ) -> np.ndarray:
         """The best candidate once the ``busy`` points are told with a lie: by log expected
         improvement, or every ``LOCAL_EVERY``-th call by lower confidence bound in the trust
@@ -307,26 +222,19 @@ class GPSearch:
         in_region = exploit or self._model_asks % LOCAL_EVERY == 0
         beta = EXPLOIT_BETA if exploit else LOCAL_BETA
         pending = np.array(busy)
-        if not len(y):
-            # No own result yet (a prior mean only): the prior's points stand in for the best
-            # observations, valued at the model's mean.
-            ref_x = np.array(self.prior_x).reshape(-1, self.dimensions)
-            ref_y = gp.predict(ref_x)[0]
-        else:
-            ref_x, ref_y = x, y
         if busy:
             # In the trust region the busy points are told their predicted mean (kriging
             # believer): only the uncertainty around them shrinks, so the lower confidence bound
             # moves on instead of clustering where an optimistic lie lowered the mean.
-            lies = (
-                gp.predict(pending)[0] if in_region else np.full(len(busy), self._lie_value(ref_y))
+            lies = gp.predict(pending)[0] if in_region else np.full(len(busy), self._lie_value(y))
+            gp = GaussianProcess(gp.theta).condition(
+                np.vstack([x, pending]), np.concatenate([y, lies])
             )
-            gp = gp.with_data(np.vstack([x, pending]), np.concatenate([y, lies]))
-        best = float(ref_y.min())
+        best = float(y.min())
         scales = np.minimum(gp.length_scales, 1.0)
         low, high = np.zeros(self.dimensions), np.ones(self.dimensions)
         if in_region:
-            centre = ref_x[int(np.argmin(ref_y))]
+            centre = x[int(np.argmin(y))]
             width = np.clip(scales, 0.05, 0.5) * TRUST_REGION
             low, high = np.maximum(centre - width, 0.0), np.minimum(centre + width, 1.0)
 
@@ -343,7 +251,7 @@ class GPSearch:
                 values = np.where(gaps < BUSY_GAP, -np.inf, values)
             return values
 
-        starts = ref_x[np.argsort(ref_y)[:LOCAL_STARTS]]
+        starts = x[np.argsort(y)[:LOCAL_STARTS]]
         spread = low + (high - low) * self._sobol_points(SOBOL_CANDIDATES)
         candidates = np.clip(np.vstack([spread, self._around(starts, scales)]), low, high)
         values = score(candidates)
@@ -357,49 +265,3 @@ class GPSearch:
     def _around(self, centres: np.ndarray, scales: np.ndarray) -> np.ndarray:
         steps = self.rng.normal(size=(len(centres), LOCAL_SAMPLES, self.dimensions)) * scales
         return np.clip((centres[:, None, :] + steps).reshape(-1, self.dimensions), 0.0, 1.0)
-
-
-class PriorMean:
-    """``slope * (the prior's posterior mean) + offset``: a child's GP mean function."""
-
-    def __init__(self, parent: GaussianProcess, slope: float, offset: float) -> None:
-        self.parent, self.slope, self.offset = parent, slope, offset
-
-    def __call__(self, points: np.ndarray) -> np.ndarray:
-        if not len(points):
-            return np.zeros(0)
-        return self.slope * self.parent.predict(points)[0] + self.offset
-
-
-class Shifted:
-    """A GP of the residuals from a mean function: predicts ``mean + residual``."""
-
-    def __init__(self, gp: GaussianProcess, mean: PriorMean) -> None:
-        self.gp, self.mean = gp, mean
-        self.theta = gp.theta
-        self.length_scales = gp.length_scales
-
-    def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        mean, std = self.gp.predict(z)
-        return mean + self.mean(z), std
-
-    def with_data(self, x: np.ndarray, y: np.ndarray) -> Shifted:
-        """The same hyperparameters and mean, conditioned on ``(x, y)`` instead."""
-        return Shifted(GaussianProcess(self.theta).condition(x, y - self.mean(x)), self.mean)
-
-
-Model = GaussianProcess | Shifted
-
-
-def _affine(shape: np.ndarray, z: np.ndarray, fit_slope: bool) -> tuple[float, float]:
-    """Slope and offset taking the prior's mean ``shape`` to the own scaled losses ``z``:
-    none (1, 0); the offset alone (slope 1) while ``fit_slope`` is false; else least squares
-    with the slope pulled towards 1 (``AFFINE_RIDGE``) and kept >= 0."""
-    if not len(z):
-        return 1.0, 0.0
-    if not fit_slope:
-        return 1.0, float(np.mean(z - shape))
-    dm, dz = shape - shape.mean(), z - z.mean()
-    pull = AFFINE_RIDGE * AFFINE_TARGET
-    slope = max(0.0, float(dm @ dz + pull) / float(dm @ dm + AFFINE_RIDGE))
-    return slope, float(z.mean() - slope * shape.mean())
