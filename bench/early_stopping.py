@@ -285,7 +285,10 @@ PROBLEMS = {
 
 
 class Arm:
-    """One contender: ``start`` a job, ``report`` its steps (True: stop it), ``end`` it."""
+    """One contender: ``start`` a job, ``report`` its steps (True: stop it), ``end`` it;
+    ``started`` keeps every configuration started, in order."""
+
+    started: list[Config]
 
     def start(self) -> tuple[int, Config] | None:
         raise NotImplementedError
@@ -310,6 +313,7 @@ class OursArm(Arm):
             "Auto" if auto else "Off", {}, problem.maximize, self.strategy
         )
         self.configs: dict[int, Config] = {}
+        self.started = []
         self.number = 0
         self.worst: float | None = None
 
@@ -319,6 +323,7 @@ class OursArm(Arm):
             return None
         self.number += 1
         self.configs[self.number] = asked[0]
+        self.started.append(asked[0])
         return self.number, asked[0]
 
     def report(self, job: int, step: int, value: float) -> bool:
@@ -361,10 +366,12 @@ class OptunaArm(Arm):
         )
         self.dists = {name: _distribution(p) for name, p in problem.space.items()}
         self.trials: dict[int, Any] = {}
+        self.started = []
 
     def start(self) -> tuple[int, Config] | None:
         trial = self.study.ask(self.dists)
         self.trials[trial.number] = trial
+        self.started.append(dict(trial.params))
         return trial.number, dict(trial.params)
 
     def report(self, job: int, step: int, value: float) -> bool:
@@ -633,6 +640,65 @@ def fidelity(name: str, n: int, settings: Settings) -> None:
         rung *= eta
 
 
+OPTUNA_STARTUP = 10  # TPESampler's default n_startup_trials: random suggestions first
+
+
+def proposals(
+    name: str, seeds: list[int], full_jobs: int, parallel: int, settings: Settings
+) -> None:
+    """Print how good the configurations each sampler proposes are: model-based Hyperband's
+    (the model's and its random share) and Optuna TPE + HyperbandPruner's (after its random
+    start-up), each proposal trained to R, over ``seeds`` runs to B; and which resource level
+    the model was fitted on, with how many results there."""
+    problem = PROBLEMS[name]()
+    r, budget = settings.max_resource, full_jobs * settings.max_resource
+    space = SearchSpace(problem.space)
+    reference = [space.decode(u) for u in space.sample(np.random.default_rng(0), 200)]
+    sign = 1.0 if problem.maximize else -1.0
+    ref = np.array([problem.value(c, r) for c in reference])
+    good = np.quantile(sign * ref, 0.9)  # the best tenth of random configurations at R
+    groups: dict[str, list[float]] = {}
+    levels: dict[int, list[int]] = {}
+    first: list[int] = []
+    for seed in seeds:
+        ours = ARMS["hyperband-bayes"](problem, seed, settings)
+        simulate(problem, ours, budget, parallel, r)
+        assert isinstance(ours, OursArm)
+        by = getattr(ours.strategy, "suggested_by", {})
+        model_jobs = []
+        for number, config in enumerate(ours.started, 1):
+            source = by.get(space.key(config), "random")
+            if source != "random":
+                level, count = (int(x) for x in source[len("model@") :].split("/"))
+                levels.setdefault(level, []).append(count)
+                model_jobs.append(number)
+                source = "model"
+            groups.setdefault(f"hyperband-bayes {source}", []).append(problem.value(config, r))
+        first.append(model_jobs[0] if model_jobs else 0)
+        theirs = ARMS["optuna-tpe+hyperband"](problem, seed, settings)
+        simulate(problem, theirs, budget, parallel, r)
+        for number, config in enumerate(theirs.started, 1):
+            source = "start-up" if number <= OPTUNA_STARTUP else "tpe"
+            groups.setdefault(f"optuna {source}", []).append(problem.value(config, r))
+        print(f"  {name}: seed {seed} done", file=sys.stderr, flush=True)
+    print(
+        f"\n{name}, R = {r}, min_resource = {settings.min_resource}, seeds {seeds[0]}-{seeds[-1]}"
+        f" to B = {budget}: final value (at R) of the configurations each sampler proposed"
+    )
+    print(f"{'proposed by':>24} {'n':>5} {'mean':>8} {'median':>8} {'in best tenth':>14}")
+    rows = [("random reference (200)", list(ref)), *sorted(groups.items())]
+    for label, values in rows:
+        v = np.array(values)
+        share = float(np.mean(sign * v >= good))
+        print(f"{label:>24} {len(v):>5} {v.mean():>8.4f} {np.median(v):>8.4f} {share:>14.2f}")
+    used = ", ".join(
+        f"{level}: {len(c)} (results there: median {int(np.median(c))})"
+        for level, c in sorted(levels.items())
+    )
+    print(f"model suggestions per level fitted on: {used or 'none'}")
+    print(f"first model suggestion: job {sorted(first)} (median {statistics.median(first)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
@@ -652,6 +718,9 @@ def main() -> None:
     parser.add_argument(
         "--fidelity", type=int, metavar="N", help="rank agreement of rungs with R on N configs"
     )
+    parser.add_argument(
+        "--proposals", action="store_true", help="final values of what each sampler proposes"
+    )
     args = parser.parse_args()
     settings = [Settings(args.max_resource, r, args.eta, args.brackets) for r in args.min_resource]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
@@ -670,6 +739,9 @@ def main() -> None:
                 problem.curves.load(cache)
             if args.fidelity:
                 fidelity(name, args.fidelity, settings[0])
+            elif args.proposals:
+                for each in settings:
+                    proposals(name, seeds, args.full_jobs, args.parallel, each)
             else:
                 save = functools.partial(problem.curves.save, cache) if cache else None
                 result = run_problem(

@@ -62,6 +62,8 @@ class HyperbandStrategy(Strategy):
         self.min_points = min_points
         self.random_fraction = random_fraction
         self.model_level: int | None = None  # the resource the last model was fitted at
+        # Who proposed each configuration: "random", or "model@<level>/<results there>".
+        self.suggested_by: dict[tuple[object, ...], str] = {}
 
     def _propose(self, n: int) -> list[Config]:
         out: list[Config] = []
@@ -72,6 +74,10 @@ class HyperbandStrategy(Strategy):
                 if asked:
                     out.append(asked[0])
                     model.mark_pending(asked[0])
+                    level = self.model_level
+                    self.suggested_by[self.space.key(asked[0])] = (
+                        f"model@{level}/{len(self.rungs.results.get(level or 0, ()))}"
+                    )
                     continue
             out.append(self.space.decode(self.space.sample(self.rng, 1)[0]))
         return out
