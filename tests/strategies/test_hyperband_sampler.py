@@ -1,0 +1,69 @@
+"""Hyperband's Bayesian sampler on scripted rung results: what it learns from stopped jobs."""
+
+from __future__ import annotations
+
+from tuner.parameters import ContinuousParameter
+from tuner.space import SearchSpace
+from tuner.strategies.hyperband import HyperbandStrategy
+
+SPACE = SearchSpace({"x": ContinuousParameter(0.0, 1.0)})
+BEST_X = 0.6
+
+
+def final(x: float) -> float:
+    """The loss at the full budget, minimized (no two configurations tie)."""
+    return (x - BEST_X) ** 2 + 0.01 * x
+
+
+def ended_jobs(strategy: HyperbandStrategy, jobs: list[tuple[float, int]]) -> None:
+    """Jobs (x, highest level reached) that report their loss at each rung up to that level
+    (the loss there is the final one plus a gap that closes with the level), then end. At each
+    rung the worst report first, so the rule itself stops none of them: they end as scripted."""
+    levels = [1, 3, 9]
+    numbers = {x: n for n, (x, _) in enumerate(jobs, 1)}
+    for level in levels:
+        reaching = [x for x, top in jobs if top >= level]
+        gap = {1: 1.0, 3: 0.5, 9: 0.0}[level]
+        for x in sorted(reaching, key=final, reverse=True):
+            loss = final(x) + gap
+            assert (
+                strategy.rungs.report(f"j{numbers[x]}", numbers[x], {"x": x}, level, loss) is None
+            )
+    for x, top in jobs:
+        strategy.tell({"x": x}, final(x) + {1: 1.0, 3: 0.5, 9: 0.0}[top])
+
+
+def scripted_search() -> list[tuple[float, int]]:
+    """30 configurations evenly spread: those below 0.5 stopped at the first rung, the rest went
+    on to rung 3, and the five nearest 0.6 to the full budget (9)."""
+    xs = [(i + 0.5) / 30 for i in range(30)]
+    good = sorted((x for x in xs if x >= 0.5), key=final)
+    full = set(good[:5])
+    return [(x, 9 if x in full else 3 if x >= 0.5 else 1) for x in xs]
+
+
+def test_the_model_ranks_jobs_by_the_level_they_reached_then_by_value():
+    strategy = HyperbandStrategy(SPACE, maximize=False, seed=0, max_resource=9, sampler="Bayesian")
+    jobs = scripted_search()
+    ended_jobs(strategy, jobs)
+    ranked = strategy.ranked()
+    assert len(ranked) == 30
+    assert [level for _, level in ranked] == [9] * 5 + [3] * 10 + [1] * 15
+    full = [config["x"] for config, _ in ranked[:5]]
+    assert full == sorted(full, key=final)  # then by value
+    # A job still running is a busy point, not a result: its level is not final.
+    strategy.mark_pending({"x": ranked[0][0]["x"]})
+    assert len(strategy.ranked()) == 29
+
+
+def test_the_model_avoids_where_every_job_was_stopped_at_the_first_rung():
+    """The five full-budget results all lie in 0.5-0.7; the region below 0.5, where every job
+    was stopped at rung 1, is known to be bad only from the stopped jobs."""
+    strategy = HyperbandStrategy(
+        SPACE, maximize=False, seed=0, max_resource=9, sampler="Bayesian", random_fraction=0.0
+    )
+    ended_jobs(strategy, scripted_search())
+    suggested = [strategy.ask(1)[0]["x"] for _ in range(10)]
+    assert all(by.startswith("model@9/30") for by in strategy.suggested_by.values())
+    assert sum(x < 0.45 for x in suggested) <= 1, suggested
+    assert sum(abs(x - BEST_X) < 0.2 for x in suggested) >= 7, suggested
