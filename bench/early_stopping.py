@@ -660,9 +660,10 @@ def proposals(
     groups: dict[str, list[float]] = {}
     levels: dict[int, list[int]] = {}
     first: list[int] = []
+    bests: dict[str, list[float | None]] = {"ours": [], "optuna": []}
     for seed in seeds:
         ours = ARMS["hyperband-bayes"](problem, seed, settings)
-        simulate(problem, ours, budget, parallel, r)
+        bests["ours"].append(simulate(problem, ours, budget, parallel, r).best_at(budget))
         assert isinstance(ours, OursArm)
         by = getattr(ours.strategy, "suggested_by", {})
         model_jobs = []
@@ -676,7 +677,7 @@ def proposals(
             groups.setdefault(f"hyperband-bayes {source}", []).append(problem.value(config, r))
         first.append(model_jobs[0] if model_jobs else 0)
         theirs = ARMS["optuna-tpe+hyperband"](problem, seed, settings)
-        simulate(problem, theirs, budget, parallel, r)
+        bests["optuna"].append(simulate(problem, theirs, budget, parallel, r).best_at(budget))
         for number, config in enumerate(theirs.started, 1):
             source = "start-up" if number <= OPTUNA_STARTUP else "tpe"
             groups.setdefault(f"optuna {source}", []).append(problem.value(config, r))
@@ -697,6 +698,12 @@ def proposals(
     )
     print(f"model suggestions per level fitted on: {used or 'none'}")
     print(f"first model suggestion: job {sorted(first)} (median {statistics.median(first)})")
+    won = wins(bests["ours"], bests["optuna"], problem.maximize)
+    finals = {k: median([b for b in v if b is not None]) for k, v in bests.items()}
+    print(
+        f"best at B: hyperband-bayes >= Optuna TPE + HyperbandPruner in {won}/{len(seeds)} seeds"
+        f" (medians {finals['ours']:.4f} and {finals['optuna']:.4f})"
+    )
 
 
 def main() -> None:
