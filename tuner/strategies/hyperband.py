@@ -32,13 +32,13 @@ from tuner.strategies.gp import GPSearch
 
 
 class HyperbandStrategy(Strategy):
-    """Warm start is refused: its models are per resource level (rung), and parents' final
-    results carry no rung values to fit them with."""
+    """Warm start is refused: its model ranks jobs by the resource level (rung) they reached,
+    and parents' final results carry no rung values to rank them with."""
 
     name = "Hyperband"
     warm_start_types = ()
     warm_start_refusal = (
-        ": its sampler models the results of one rung, which parents do not provide; "
+        ": its sampler models the rungs jobs reached, which parents do not provide; "
         "use Bayesian or TPE to warm-start"
     )
 
