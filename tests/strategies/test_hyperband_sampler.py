@@ -67,3 +67,15 @@ def test_the_model_avoids_where_every_job_was_stopped_at_the_first_rung():
     assert all(by.startswith("model@9/30") for by in strategy.suggested_by.values())
     assert sum(x < 0.45 for x in suggested) <= 1, suggested
     assert sum(abs(x - BEST_X) < 0.2 for x in suggested) >= 7, suggested
+
+
+def test_the_same_seed_and_results_give_the_same_model_suggestions():
+    suggestions = []
+    for _ in range(2):
+        strategy = HyperbandStrategy(
+            SPACE, maximize=False, seed=3, max_resource=9, sampler="Bayesian", random_fraction=0.0
+        )
+        ended_jobs(strategy, scripted_search())
+        suggestions.append([strategy.ask(2) for _ in range(2)])
+    assert suggestions[0] == suggestions[1]
+    assert len({c["x"] for batch in suggestions[0] for c in batch}) == 4  # a batch spreads out
