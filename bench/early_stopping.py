@@ -693,10 +693,10 @@ def proposals(
         share = float(np.mean(sign * v >= good))
         print(f"{label:>24} {len(v):>5} {v.mean():>8.4f} {np.median(v):>8.4f} {share:>14.2f}")
     used = ", ".join(
-        f"{level}: {len(c)} (results there: median {int(np.median(c))})"
+        f"{level}: {len(c)} (results modelled: median {int(np.median(c))})"
         for level, c in sorted(levels.items())
     )
-    print(f"model suggestions per level fitted on: {used or 'none'}")
+    print(f"model suggestions by the highest level modelled: {used or 'none'}")
     print(f"first model suggestion: job {sorted(first)} (median {statistics.median(first)})")
     won = wins(bests["ours"], bests["optuna"], problem.maximize)
     finals = {k: median([b for b in v if b is not None]) for k, v in bests.items()}
