@@ -644,7 +644,12 @@ OPTUNA_STARTUP = 10  # TPESampler's default n_startup_trials: random suggestions
 
 
 def proposals(
-    name: str, seeds: list[int], full_jobs: int, parallel: int, settings: Settings
+    name: str,
+    seeds: list[int],
+    full_jobs: int,
+    parallel: int,
+    settings: Settings,
+    reference_size: int = 200,
 ) -> None:
     """Print how good the configurations each sampler proposes are: model-based Hyperband's
     (the model's and its random share) and Optuna TPE + HyperbandPruner's (after its random
@@ -653,7 +658,8 @@ def proposals(
     problem = PROBLEMS[name]()
     r, budget = settings.max_resource, full_jobs * settings.max_resource
     space = SearchSpace(problem.space)
-    reference = [space.decode(u) for u in space.sample(np.random.default_rng(0), 200)]
+    draws = space.sample(np.random.default_rng(0), reference_size)
+    reference = [space.decode(u) for u in draws]
     sign = 1.0 if problem.maximize else -1.0
     ref = np.array([problem.value(c, r) for c in reference])
     good = np.quantile(sign * ref, 0.9)  # the best tenth of random configurations at R
@@ -687,7 +693,7 @@ def proposals(
         f" to B = {budget}: final value (at R) of the configurations each sampler proposed"
     )
     print(f"{'proposed by':>24} {'n':>5} {'mean':>8} {'median':>8} {'in best tenth':>14}")
-    rows = [("random reference (200)", list(ref)), *sorted(groups.items())]
+    rows = [(f"random reference ({reference_size})", list(ref)), *sorted(groups.items())]
     for label, values in rows:
         v = np.array(values)
         share = float(np.mean(sign * v >= good))

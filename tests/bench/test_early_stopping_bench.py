@@ -13,6 +13,7 @@ from bench.early_stopping import (
     digits_loss_problem,
     digits_problem,
     fidelity,
+    proposals,
     run_problem,
 )
 
@@ -82,3 +83,11 @@ def test_rung_based_arms_run_once_per_min_resource_against_optuna_on_the_same_ru
     ]
     # Each Optuna arm is its own reference: at least as good as itself in the one seed.
     assert rows["optuna-tpe+hyperband r=1"]["wins"] == rows["optuna-tpe+hyperband r=3"]["wins"] == 1
+
+
+def test_proposals_report_each_samplers_final_values_and_the_comparison(capsys):
+    proposals("boosting-best", [0], 2, 2, Settings(max_resource=9, min_resource=1), 10)
+    out = capsys.readouterr().out
+    assert "random reference (10)" in out and "optuna start-up" in out
+    assert "hyperband-bayes random" in out
+    assert "Optuna TPE + HyperbandPruner in" in out and "/1 seeds" in out
