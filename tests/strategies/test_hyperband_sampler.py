@@ -42,33 +42,6 @@ def scripted_search() -> list[tuple[float, int]]:
     return [(x, 9 if x in full else 3 if x >= 0.5 else 1) for x in xs]
 
 
-def test_the_model_ranks_jobs_by_the_level_they_reached_then_by_value():
-    strategy = HyperbandStrategy(SPACE, maximize=False, seed=0, max_resource=9, sampler="Bayesian")
-    jobs = scripted_search()
-    ended_jobs(strategy, jobs)
-    ranked = strategy.ranked()
-    assert len(ranked) == 30
-    assert [level for _, level in ranked] == [9] * 5 + [3] * 10 + [1] * 15
-    full = [config["x"] for config, _ in ranked[:5]]
-    assert full == sorted(full, key=final)  # then by value
-    # A job still running is a busy point, not a result: its level is not final.
-    strategy.mark_pending({"x": ranked[0][0]["x"]})
-    assert len(strategy.ranked()) == 29
-
-
-def test_the_model_avoids_where_every_job_was_stopped_at_the_first_rung():
-    """The five full-budget results all lie in 0.5-0.7; the region below 0.5, where every job
-    was stopped at rung 1, is known to be bad only from the stopped jobs."""
-    strategy = HyperbandStrategy(
-        SPACE, maximize=False, seed=0, max_resource=9, sampler="Bayesian", random_fraction=0.0
-    )
-    ended_jobs(strategy, scripted_search())
-    suggested = [strategy.ask(1)[0]["x"] for _ in range(10)]
-    assert all(by.startswith("model@9/30") for by in strategy.suggested_by.values())
-    assert sum(x < 0.45 for x in suggested) <= 1, suggested
-    assert sum(abs(x - BEST_X) < 0.2 for x in suggested) >= 7, suggested
-
-
 def test_the_same_seed_and_results_give_the_same_model_suggestions():
     suggestions = []
     for _ in range(2):

@@ -3,42 +3,33 @@
 The strategy samples; its ``rungs`` (``tuner.stopping.hyperband.HyperbandRungs``) decide which
 running jobs stop at which rung, and the scheduler consults them as it consults any stopping
 rule. ``sampler="Random"`` (default) draws uniformly in the unit cube. ``sampler="Bayesian"``
-fits the Bayesian strategy's Gaussian process (its ``native`` engine, kept from one suggestion
-to the next) on every configuration whose job has ended, ranked as successive halving ranks
-them: by the highest resource level it reached (a rung, or ``max_resource``), then by its value
-there, as Optuna's TPE orders pruned trials. A job stopped at a rung is never taken for better
-than one that went further, and a value after 3 epochs is only compared with values after 3
-epochs; the model is fitted on the ranks (as normal scores), not on values of different levels.
-Running configurations are busy points. A fraction ``random_fraction`` of suggestions stays
-random, and so is every suggestion until ``min_points`` jobs (default: the number of
-dimensions + 2) have ended with a value at some level.
+fits the Bayesian strategy's Gaussian process, as BOHB does, on the values recorded at the
+highest resource level (a rung, or ``max_resource``) that holds at least ``min_points``
+results (default: the number of dimensions + 2), with the running configurations as busy points;
+a fraction ``random_fraction`` of suggestions stays random, and so is every suggestion until
+some level has enough results.
 
-Results told through ``tell`` are not used (only to know which jobs ended): the rungs hold
-every value at every level.
+Results told through ``tell`` are not used: a value at 3 epochs and one at 27 are never mixed,
+only values at one resource level go into one model.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-from scipy.stats import norm
 
 from tuner.errors import ValidationError
 from tuner.space import Config, SearchSpace
 from tuner.stopping.hyperband import DEFAULT_REDUCTION_FACTOR, SAMPLERS, HyperbandRungs
 from tuner.strategies.base import Strategy
-from tuner.strategies.gp import GPSearch
+from tuner.strategies.bayesian import BayesianStrategy
 
 
 class HyperbandStrategy(Strategy):
-    """Warm start is refused: its model ranks jobs by the resource level (rung) they reached,
-    and parents' final results carry no rung values to rank them with."""
+    """Warm start is refused: its models are per resource level (rung), and parents' final
+    results carry no rung values to fit them with."""
 
     name = "Hyperband"
     warm_start_types = ()
     warm_start_refusal = (
-        ": its sampler models the rungs jobs reached, which parents do not provide; "
+        ": its sampler models the results of one rung, which parents do not provide; "
         "use Bayesian or TPE to warm-start"
     )
 
@@ -70,65 +61,48 @@ class HyperbandStrategy(Strategy):
         self.sampler = sampler
         self.min_points = min_points
         self.random_fraction = random_fraction
-        self.model_level: int | None = None  # the highest level in the last model
-        self._model: GPSearch | None = None
-        # Who proposed each configuration: "random", or "model@<top level>/<configs modelled>".
+        self.model_level: int | None = None  # the resource the last model was fitted at
+        # Who proposed each configuration: "random", or "model@<level>/<results there>".
         self.suggested_by: dict[tuple[object, ...], str] = {}
 
     def _propose(self, n: int) -> list[Config]:
-        ranked = self.ranked() if self.sampler == "Bayesian" else []
-        use_model = len(ranked) >= self.min_points
-        from_model = sum(use_model and self.rng.random() >= self.random_fraction for _ in range(n))
         out: list[Config] = []
-        if from_model:
-            model = self._gp()
-            model.x = [np.asarray(self.space.encode(config), dtype=float) for config, _ in ranked]
-            model.y = list(normal_scores(len(ranked)))
-            busy = [np.asarray(self.space.encode(c), dtype=float) for c in self.pending.values()]
-            self.model_level = max(level for _, level in ranked)
-            for point in model.ask(from_model, busy):
-                config = self.space.decode(point)
-                self.suggested_by[self.space.key(config)] = (
-                    f"model@{self.model_level}/{len(ranked)}"
-                )
-                out.append(config)
-        while len(out) < n:
+        model = self._model() if self.sampler == "Bayesian" else None
+        for _ in range(n):
+            if model is not None and self.rng.random() >= self.random_fraction:
+                asked = model.ask(1)
+                if asked:
+                    out.append(asked[0])
+                    model.mark_pending(asked[0])
+                    level = self.model_level
+                    self.suggested_by[self.space.key(asked[0])] = (
+                        f"model@{level}/{len(self.rungs.results.get(level or 0, ()))}"
+                    )
+                    continue
             out.append(self.space.decode(self.space.sample(self.rng, 1)[0]))
         return out
 
-    def ranked(self) -> list[tuple[Config, int]]:
-        """Every ended job's configuration with the highest level it reached, best first: a
-        higher level ranks above a lower one, then the lower value (loss) there; running jobs
-        are left out (their level is not final)."""
-        best: dict[str, tuple[int, float, Config]] = {}
-        for level, results in self.rungs.results.items():
-            for result in results:
-                if self.space.key(result.config) in self.pending:
-                    continue
-                if result.job not in best or level > best[result.job][0]:
-                    best[result.job] = (level, result.loss, result.config)
-        order = sorted(best.values(), key=lambda entry: (-entry[0], entry[1]))
-        return [(config, level) for level, _, config in order]
-
-    def _gp(self) -> GPSearch:
-        """The one model, kept so that its fitted hyperparameters carry over and its
-        suggestions alternate between expected improvement and its trust region."""
-        if self._model is None:
-            rng = np.random.default_rng(self.rng.integers(2**63 - 1))
-            self._model = GPSearch(self.space.dimensions, rng, n_initial_points=1)
-        return self._model
+    def _model(self) -> BayesianStrategy | None:
+        """A GP fitted on the highest resource level with enough results, or None."""
+        levels = [r for r, results in self.rungs.results.items() if len(results) >= self.min_points]
+        if not levels:
+            return None
+        self.model_level = max(levels)
+        model = BayesianStrategy(
+            self.space, maximize=False, seed=int(self.rng.integers(2**31 - 1)), n_initial_points=1
+        )
+        for result in self.rungs.results[self.model_level]:
+            model.tell(result.config, result.loss)
+        for config in self.pending.values():
+            model.mark_pending(config)
+        return model
 
     def _observe(self, config: Config, loss: float | None) -> None:
         pass
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {
             "sampler": self.sampler,
             "model_level": self.model_level,
             "results_per_level": {r: len(v) for r, v in sorted(self.rungs.results.items())},
         }
-
-
-def normal_scores(n: int) -> np.ndarray:
-    """Scores for ranks 0..n-1 (best first), lowest best: standard normal quantiles."""
-    return np.asarray(norm.ppf((np.arange(n) + 0.5) / n), dtype=float)
