@@ -13,6 +13,7 @@ evaluations, the median number of evaluations to reach the problem's target regr
 run never did), and the ratios of ours against each library measured in the same run.
 
     python bench/optimizers.py [--problems branin hartmann6 digits] [--seeds 5] [--batches 1 2 8]
+        [--per-seed]  (also: runs still above the target regret at the budget, seed by seed)
     python bench/optimizers.py --claim [--seeds 5]
 
 ``digits`` is a real problem: the validation error of a one-hidden-layer network trained by SGD
@@ -249,7 +250,8 @@ def summarize(problem: Problem, runs: list[list[float]], budget: int) -> dict[st
         int(np.argmax(r <= problem.target)) + 1 if (r <= problem.target).any() else math.inf
         for r in regrets
     ]
-    return {"regret": at, "to_target": statistics.median(hits)}
+    above = [i for i, r in enumerate(regrets) if r[-1] > problem.target]
+    return {"regret": at, "to_target": statistics.median(hits), "above": above}
 
 
 def classic_claim(seeds: range, engine: str) -> None:
@@ -287,6 +289,11 @@ def main() -> None:
     )
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 8])
     parser.add_argument("--budget", type=int, default=50)
+    parser.add_argument(
+        "--per-seed",
+        action="store_true",
+        help="also print how many runs end above the target regret (stuck in a local basin)",
+    )
     parser.add_argument("--claim", action="store_true", help="the classic claim on digits")
     parser.add_argument("--engine", default="native", help="the Bayesian engine for --claim")
     args = parser.parse_args()
@@ -319,6 +326,13 @@ def main() -> None:
                 hit = r["to_target"]
                 hit_text = f">{args.budget}" if hit == math.inf else f"{hit:g}"
                 print(f"  {contender:14} {cells}{hit_text:>16} {time.perf_counter() - began:8.1f}")
+                if args.per_seed:
+                    above = [seeds[i] for i in r["above"]]  # type: ignore[union-attr]
+                    print(
+                        f"  {'':14} above target at {args.budget}: {len(above)} of {len(seeds)} "
+                        f"runs (seeds {' '.join(map(str, above)) or '-'}); final regrets "
+                        + " ".join(f"{min(v) - problem.minimum:.3g}" for v in runs)
+                    )
             mine = results.get("ours-bayesian")
             if mine:
                 for other in ("skopt-gp", "optuna-gp", "optuna-tpe", "random"):
