@@ -52,3 +52,26 @@ def test_the_same_seed_and_results_give_the_same_model_suggestions():
         suggestions.append([strategy.ask(2) for _ in range(2)])
     assert suggestions[0] == suggestions[1]
     assert len({c["x"] for batch in suggestions[0] for c in batch}) == 4  # a batch spreads out
+
+
+def test_one_model_is_kept_per_level_and_told_each_result_once():
+    """The model of the top level lives across suggestions (so the Bayesian strategy's
+    alternation of global and trust-region steps runs) and is told only new results; a higher
+    level filling starts a new one."""
+    strategy = HyperbandStrategy(
+        SPACE, maximize=False, seed=3, max_resource=9, sampler="Bayesian", random_fraction=0.0
+    )
+    jobs = scripted_search()
+    at_full = [x for x, top in jobs if top == 9]
+    ended_jobs(strategy, [job for job in jobs if job[0] != at_full[-1]])  # 4 at level 9
+    for _ in range(3):
+        strategy.ask(1)
+    described = strategy.describe()
+    assert described["model_level"] == 9 and described["model_suggestions"] == 3
+    assert described["model"]["observations"] == 4
+
+    strategy.rungs.report("late", 99, {"x": at_full[-1]}, 9, final(at_full[-1]))
+    strategy.ask(1)
+    described = strategy.describe()
+    assert described["model_suggestions"] == 4  # the same model, one more result
+    assert described["model"]["observations"] == 5

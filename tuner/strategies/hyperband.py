@@ -7,7 +7,8 @@ fits the Bayesian strategy's Gaussian process, as BOHB does, on the values recor
 highest resource level (a rung, or ``max_resource``) that holds at least ``min_points``
 results (default: the number of dimensions + 2), with the running configurations as busy points;
 a fraction ``random_fraction`` of suggestions stays random, and so is every suggestion until
-some level has enough results.
+some level has enough results. The model is kept while its level stays the highest with enough
+results (told only the new ones), so its alternating global and trust-region steps run.
 
 Results told through ``tell`` are not used: a value at 3 epochs and one at 27 are never mixed,
 only values at one resource level go into one model.
@@ -62,6 +63,9 @@ class HyperbandStrategy(Strategy):
         self.min_points = min_points
         self.random_fraction = random_fraction
         self.model_level: int | None = None  # the resource the last model was fitted at
+        self._model_at_level: BayesianStrategy | None = None  # kept while its level is the top
+        self._told = 0  # results of ``model_level`` told to it so far
+        self.model_suggestions = 0  # made by the kept model since its level became the top
         # Who proposed each configuration: "random", or "model@<level>/<results there>".
         self.suggested_by: dict[tuple[object, ...], str] = {}
 
@@ -74,6 +78,7 @@ class HyperbandStrategy(Strategy):
                 if asked:
                     out.append(asked[0])
                     model.mark_pending(asked[0])
+                    self.model_suggestions += 1
                     level = self.model_level
                     self.suggested_by[self.space.key(asked[0])] = (
                         f"model@{level}/{len(self.rungs.results.get(level or 0, ()))}"
@@ -83,18 +88,28 @@ class HyperbandStrategy(Strategy):
         return out
 
     def _model(self) -> BayesianStrategy | None:
-        """A GP fitted on the highest resource level with enough results, or None."""
+        """The GP of the highest resource level with enough results, or None. One model is
+        kept per level and told that level's new results, so its own alternation of global and
+        trust-region steps runs as in the Bayesian strategy; a new one starts when a higher
+        level fills."""
         levels = [r for r, results in self.rungs.results.items() if len(results) >= self.min_points]
         if not levels:
             return None
-        self.model_level = max(levels)
-        model = BayesianStrategy(
-            self.space, maximize=False, seed=int(self.rng.integers(2**31 - 1)), n_initial_points=1
-        )
-        for result in self.rungs.results[self.model_level]:
+        level = max(levels)
+        if self._model_at_level is None or level != self.model_level:
+            self.model_level, self._told, self.model_suggestions = level, 0, 0
+            self._model_at_level = BayesianStrategy(
+                self.space,
+                maximize=False,
+                seed=int(self.rng.integers(2**31 - 1)),
+                n_initial_points=1,
+            )
+        model = self._model_at_level
+        results = self.rungs.results[level]
+        for result in results[self._told :]:
             model.tell(result.config, result.loss)
-        for config in self.pending.values():
-            model.mark_pending(config)
+        self._told = len(results)
+        model.pending = dict(self.pending)  # busy points: what runs now, nothing else
         return model
 
     def _observe(self, config: Config, loss: float | None) -> None:
@@ -104,5 +119,7 @@ class HyperbandStrategy(Strategy):
         return {
             "sampler": self.sampler,
             "model_level": self.model_level,
+            "model_suggestions": self.model_suggestions,
+            "model": self._model_at_level.describe() if self._model_at_level else None,
             "results_per_level": {r: len(v) for r, v in sorted(self.rungs.results.items())},
         }
