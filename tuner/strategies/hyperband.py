@@ -76,8 +76,7 @@ class HyperbandStrategy(Strategy):
             if model is not None and self.rng.random() >= self.random_fraction:
                 asked = model.ask(1)
                 if asked:
-                    out.append(asked[0])
-                    model.mark_pending(asked[0])
+                    out.append(asked[0])  # ask() has marked it pending in the model
                     self.model_suggestions += 1
                     level = self.model_level
                     self.suggested_by[self.space.key(asked[0])] = (
