@@ -22,8 +22,13 @@ parents is computed by ``tuner.warm_start.take``, the function ``tuner`` itself 
 Both also print, apart from the goals, the same counts to within one validation image
 (1/540 of accuracy, the objective's step): whether a target was missed by a hair or by far.
 
+``--rank-parents N`` runs neither: for each parent kind of ``PARENT_KINDS`` (epochs, fraction of
+the training images) it prints how well the parent's objective ranks the child's (10 epochs on
+all images) over N random configurations of the child's space, one table per seed: what a
+parent kind should be chosen by, rather than by the child's wins.
+
     python bench/warm_start.py [--seeds 10] [--first-seed 0] [--parent-jobs 20] [--child-jobs 20]
-        [--only a|b] [--parent-epochs 3 | --parent-subset 0.5]
+        [--only a|b] [--parent-epochs 3 | --parent-subset 0.5] [--rank-parents 100]
 """
 
 from __future__ import annotations
@@ -186,6 +191,62 @@ def transfer(
     )
 
 
+PARENT_KINDS = [
+    (3, 1.0),
+    (5, 1.0),
+    (7, 1.0),
+    (10, 0.25),
+    (10, 0.5),
+    (20, 0.25),
+    (15, 0.5),
+    (20, 0.5),
+]
+
+
+def rank_parents(
+    count: int, seed: int = 0, kinds: list[tuple[int, float]] = PARENT_KINDS
+) -> list[tuple[float, float, int, int]]:
+    """How well each parent kind (epochs, fraction of the training images) ranks the child's
+    objective (10 epochs on all images) over ``count`` random configurations of the child's
+    space; prints a table and returns, per kind: Spearman's rank correlation over all of them,
+    the same within the child's top third (how it orders good configurations), how many of the
+    child's top tenth are in the parent's top third, and of how many. The cost column is a
+    parent job in child jobs (epochs x fraction / 10)."""
+    from scipy.stats import spearmanr
+
+    s = space(max_learning_rate=1.0)
+    configs = [s.decode(p) for p in s.sample(np.random.default_rng(seed), count)]
+    child = np.array([accuracy(c, 10) for c in configs])
+    order = np.argsort(-child, kind="stable")
+    top_tenth, good = set(order[: max(1, count // 10)].tolist()), order[: max(3, count // 3)]
+    print(
+        f"{count} random configurations (seed {seed}); 10-epoch best {child.max():.4f}, "
+        f"top tenth from {child[order[len(top_tenth) - 1]]:.4f}"
+    )
+    print(
+        "| parent | cost (child jobs) | Spearman | Spearman within the 10-epoch top third "
+        "| 10-epoch top tenth in parent's top third | 10-epoch values of the parent's best "
+        "three |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    rows = []
+    for epochs, subset in kinds:
+        parent = np.array([accuracy(c, epochs, subset) for c in configs])
+        rho = float(spearmanr(parent, child).statistic)
+        rho_good = float(spearmanr(parent[good], child[good]).statistic)
+        ranked = np.argsort(-parent, kind="stable")
+        top_third = set(ranked[: max(1, count // 3)].tolist())
+        found = len(top_tenth & top_third)
+        rows.append((rho, rho_good, found, len(top_tenth)))
+        best3 = ", ".join(f"{child[i]:.4f}" for i in ranked[:3])
+        print(
+            f"| {epochs} epochs on {subset:g} of the images | {epochs * subset / 10:.2f} | "
+            f"{rho:.2f} | {rho_good:.2f} | {found} of {len(top_tenth)} | {best3} |",
+            flush=True,
+        )
+    return rows
+
+
 def run(name: str, seeds: range, one: Callable[[int], tuple[float, ...]]) -> list[tuple]:
     rows = []
     for seed in seeds:
@@ -213,7 +274,17 @@ def main() -> None:
         help="(b)'s parent on this fraction of the training images (child: all)",
     )
     parser.add_argument("--only", choices=["a", "b"], help="run one of the two")
+    parser.add_argument(
+        "--rank-parents",
+        type=int,
+        metavar="N",
+        help="only rank parent kinds against the child's objective over N random configurations",
+    )
     args = parser.parse_args()
+    if args.rank_parents:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            rank_parents(args.rank_parents, seed)
+        return
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     subset = args.parent_subset
     epochs = args.parent_epochs or (3 if subset == 1.0 else 10)

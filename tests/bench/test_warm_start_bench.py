@@ -19,3 +19,12 @@ def test_both_warm_start_figures_come_out():
     assert child_jobs in (1, 2, 3, math.inf) and 0.5 < child_best <= 1.0
     assert 0.5 < target <= 1.0
     assert cold_near <= cold_jobs and child_near <= child_jobs
+
+
+def test_parent_ranking_measure():
+    from bench.warm_start import rank_parents
+
+    (same, fewer) = rank_parents(9, seed=0, kinds=[(10, 1.0), (2, 0.5)])
+    assert same == (1.0, 1.0, 1, 1)  # the child's own objective ranks itself perfectly
+    rho, rho_good, found, of = fewer
+    assert -1.0 <= rho <= 1.0 and -1.0 <= rho_good <= 1.0 and 0 <= found <= of == 1
