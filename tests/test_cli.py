@@ -308,3 +308,31 @@ def test_a_bad_name_flag_is_refused_like_a_bad_name_in_the_file(tmp_path):
     assert "name: String should match pattern" in result.stderr and "'../escape'" in result.stderr
     assert not (tmp_path / "escape").exists() and not (tmp_path / "runs").exists()
     assert tuner(tmp_path, "list").stdout.count("\n") == 1  # the header alone: nothing stored
+
+
+def test_fidelity_finds_the_step_where_the_ranking_stops_crossing(tmp_path):
+    curve = Path(__file__).parent / "jobs" / "curve_train.py"
+    data = definition(
+        tmp_path,
+        max_jobs=12,
+        max_parallel_jobs=4,
+        metric_definitions=[{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}],
+        hyperparameter_ranges={"x": {"type": "continuous", "min_value": 0.0, "max_value": 1.0}},
+        job_definition={
+            "command": [sys.executable, str(curve)],
+            "static_hyperparameters": {"epochs": 9, "step_sleep": 0.01, "cross_at": 3},
+            "output_path": str(tmp_path / "runs"),
+        },
+    )
+    assert tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "f").returncode == 0
+    found = json.loads(tuner(tmp_path, "fidelity", "f", "--json").stdout)
+    assert found["completed_jobs"] == 12
+    by_step = {row["step"]: row for row in found["steps"]}
+    assert list(by_step) == list(range(1, 10))
+    assert by_step[1]["spearman"] == pytest.approx(-1.0) and by_step[1]["best_kept"] == 0.0
+    assert by_step[3]["spearman"] == pytest.approx(1.0) and by_step[3]["best_kept"] == 1.0
+    assert found["suggested_min_resource"] == 3
+    text = tuner(tmp_path, "fidelity", "f").stdout
+    assert "suggested min_resource: 3" in text
+    refused = tuner(tmp_path, "fidelity", "f", "--eta", "1")
+    assert refused.returncode == 2 and "eta" in refused.stderr and "got 1" in refused.stderr

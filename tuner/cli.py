@@ -286,6 +286,33 @@ def cmd_track(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
+    found = tuner.step_agreement(args.eta)
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    eta = found["eta"]
+    print(
+        f"{args.name}: {found['completed_jobs']} completed jobs; how each step of "
+        f"{tuner.definition.objective_metric_name} ranks them as their final objective does"
+    )
+    print(f"{'STEP':>5} {'JOBS':>5} {'SPEARMAN':>9} {f'BEST TENTH KEPT BY A 1/{eta} CUT':>28}")
+    for row in found["steps"]:
+        rho = "-" if row["spearman"] is None else f"{row['spearman']:.2f}"
+        kept = "-" if row["best_kept"] is None else f"{row['best_kept']:.2f}"
+        print(f"{row['step']:>5} {row['jobs']:>5} {rho:>9} {kept:>28}")
+    suggestion = found["suggested_min_resource"]
+    if suggestion is None:
+        print(
+            f"no step qualifies ({found['rule']}): early stopping would mostly stop the "
+            "jobs that end best; more completed jobs may tell more"
+        )
+    else:
+        print(f"suggested min_resource: {suggestion} ({found['rule']})")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
     print(tuner.analytics().export_csv(args.csv))
@@ -445,6 +472,16 @@ def parser() -> argparse.ArgumentParser:
     track.add_argument("name")
     track.add_argument("--tracking-uri", help="another MLflow tracking URI than the job's own")
     track.set_defaults(func=cmd_track)
+
+    fidelity = sub.add_parser(
+        "fidelity",
+        help="how well each step of the objective ranks completed jobs as they end, and the "
+        "min_resource for Hyperband or ASHA that suggests",
+    )
+    fidelity.add_argument("name")
+    fidelity.add_argument("--eta", type=int, default=3, help="the cut keeps 1/eta (default 3)")
+    fidelity.add_argument("--json", action="store_true")
+    fidelity.set_defaults(func=cmd_fidelity)
 
     export = sub.add_parser("export", help="write one CSV row per training job")
     export.add_argument("name")

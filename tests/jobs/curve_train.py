@@ -1,8 +1,9 @@
 """A training job with a flat learning curve, for early-stopping tests.
 
 Prints ``validation: accuracy=<x>`` once per epoch for ``--epochs`` epochs, ``--step_sleep``
-seconds apart; appends its pid to ``$TUNER_OUTPUT_DIR/pid`` at the start (one line per run)
-and writes ``terminated`` there when it receives SIGTERM (then exits with 143).
+seconds apart (with ``--cross_at K``, ``1 - x`` before epoch K: an early ranking that is the
+reverse of the final one); appends its pid to ``$TUNER_OUTPUT_DIR/pid`` at the start (one line
+per run) and writes ``terminated`` there when it receives SIGTERM (then exits with 143).
 """
 
 import argparse
@@ -15,6 +16,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--x", type=float, required=True)
 parser.add_argument("--epochs", type=int, default=10)
 parser.add_argument("--step_sleep", type=float, default=0.1)
+parser.add_argument("--cross_at", type=int, default=0)
 args, _unknown = parser.parse_known_args()
 out = os.environ["TUNER_OUTPUT_DIR"]
 os.makedirs(out, exist_ok=True)
@@ -30,5 +32,6 @@ def terminated(signum, frame):
 
 signal.signal(signal.SIGTERM, terminated)
 for epoch in range(args.epochs):
-    print(f"epoch {epoch + 1} validation: accuracy={args.x:.6f}", flush=True)
+    value = 1 - args.x if epoch + 1 < args.cross_at else args.x
+    print(f"epoch {epoch + 1} validation: accuracy={value:.6f}", flush=True)
     time.sleep(args.step_sleep)

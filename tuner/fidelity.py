@@ -1,0 +1,158 @@
+"""How well a tuning job's early steps rank its final objectives: where early stopping can cut.
+
+Every rung-based rule (the median rule, Hyperband, ASHA) stops a job because its value at step
+k ranks it low, so it saves compute only from the steps whose ranking agrees with the final one.
+From jobs that ran to the end (status Completed, with an objective), this measures per step k:
+
+- ``spearman``: Spearman's rank correlation between the objective at step k (the k-th value of
+  the objective metric, aggregated as the objective is: the last value or the best so far) and
+  the final objective, over the jobs that reported step k;
+- ``best_kept``: of the final best tenth (at least one job), the share a cut at step k that keeps
+  the best ``1/eta`` would have kept (a cut at random keeps ``1/eta`` on average).
+
+``suggest_min_resource`` is the first step where both reach the thresholds below, with at
+least ``MIN_JOBS`` jobs and room for one halving (step * eta <= the last step); None when there
+is none (then early stopping will mostly discard the eventual winners). The thresholds are the
+levels at which, in ``bench/early_stopping.py --fidelity``, a first rung stopped hurting
+Hyperband (README, "Early stopping").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from tuner.errors import ValidationError
+from tuner.records import TrainingJob, TrainingStatus
+
+SPEARMAN_AT_LEAST = 0.65
+BEST_KEPT_AT_LEAST = 0.7
+MIN_JOBS = 6
+MAX_ROWS = 12  # steps listed: all of them up to this many, else a geometric selection
+
+
+@dataclass(frozen=True)
+class StepAgreement:
+    """One step's agreement with the final objective (see the module docstring)."""
+
+    step: int
+    jobs: int
+    spearman: float | None
+    best_kept: float | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A completed job's objective values per step (already aggregated) and its final one."""
+
+    values: list[float]
+    final: float
+
+
+def aggregate(values: Sequence[float], aggregation: str, maximize: bool) -> list[float]:
+    """The objective after each step: the values themselves (``Last``) or the best so far."""
+    if aggregation != "Best":
+        return [float(v) for v in values]
+    pick = max if maximize else min
+    out: list[float] = []
+    best = math.nan
+    for v in values:
+        if not math.isnan(v):
+            best = v if math.isnan(best) else pick(best, v)
+        out.append(best)
+    return out
+
+
+def listed_steps(last: int) -> list[int]:
+    """Every step up to ``MAX_ROWS`` of them, else about that many spread geometrically."""
+    if last <= MAX_ROWS:
+        return list(range(1, last + 1))
+    grid = np.geomspace(1, last, MAX_ROWS)
+    return sorted({int(np.rint(s)) for s in grid})
+
+
+def _score(values: np.ndarray, maximize: bool) -> np.ndarray:
+    """Higher is better; a missing or diverged (NaN) value is the worst."""
+    signed = values if maximize else -values
+    return np.where(np.isnan(signed), -np.inf, signed)
+
+
+def step_agreement(curves: Sequence[Curve], maximize: bool, eta: int = 3) -> list[StepAgreement]:
+    """Agreement of each listed step with the final objective over ``curves``."""
+    if eta < 2:
+        raise ValidationError(f"eta (the cut's reduction factor) must be >= 2; got {eta}")
+    last = max((len(c.values) for c in curves), default=0)
+    rows = []
+    for step in listed_steps(last):
+        reached = [c for c in curves if len(c.values) >= step]
+        now = _score(np.array([c.values[step - 1] for c in reached], dtype=float), maximize)
+        final = _score(np.array([c.final for c in reached], dtype=float), maximize)
+        rows.append(StepAgreement(step, len(reached), *_agreement(now, final, eta)))
+    return rows
+
+
+def _agreement(now: np.ndarray, final: np.ndarray, eta: int) -> tuple[float | None, float | None]:
+    n = len(now)
+    if n < 2:
+        return None, None
+    rho = None  # undefined where either side is constant
+    if np.unique(now).size > 1 and np.unique(final).size > 1:
+        rho = float(spearmanr(now, final).statistic)
+    best = set(np.argsort(-final, kind="stable")[: max(1, n // 10)].tolist())
+    kept = set(np.argsort(-now, kind="stable")[: math.ceil(n / eta)].tolist())
+    return rho, len(best & kept) / len(best)
+
+
+def suggest_min_resource(rows: Sequence[StepAgreement], eta: int = 3) -> int | None:
+    """The first step that ranks as the end does (see the module docstring), or None."""
+    last = max((r.step for r in rows), default=0)
+    for r in rows:
+        if r.step * eta > last or r.jobs < MIN_JOBS:
+            continue
+        if (r.spearman or -1.0) >= SPEARMAN_AT_LEAST and (r.best_kept or 0.0) >= BEST_KEPT_AT_LEAST:
+            return r.step
+    return None
+
+
+def completed_curves(
+    jobs: Sequence[TrainingJob],
+    points: dict[str, list[float]],
+    aggregation: str,
+    maximize: bool,
+) -> list[Curve]:
+    """The curves of the jobs that ran to the end: Completed, an objective, some points."""
+    return [
+        Curve(aggregate(points[j.name], aggregation, maximize), float(j.objective))
+        for j in jobs
+        if j.status is TrainingStatus.COMPLETED and j.objective is not None and points.get(j.name)
+    ]
+
+
+def report(rows: Sequence[StepAgreement], eta: int, jobs: int) -> dict[str, Any]:
+    """What ``tuner fidelity --json`` prints: the rows, the suggestion and its rule."""
+    return {
+        "completed_jobs": jobs,
+        "eta": eta,
+        "steps": [asdict(r) for r in rows],
+        "suggested_min_resource": suggest_min_resource(rows, eta),
+        "rule": (
+            f"first step with Spearman >= {SPEARMAN_AT_LEAST} and best tenth kept by a 1/{eta} "
+            f"cut >= {BEST_KEPT_AT_LEAST}, over >= {MIN_JOBS} jobs, with step * {eta} <= last"
+        ),
+    }
+
+
+__all__ = [
+    "Curve",
+    "StepAgreement",
+    "aggregate",
+    "completed_curves",
+    "report",
+    "step_agreement",
+    "suggest_min_resource",
+]
