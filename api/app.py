@@ -30,6 +30,7 @@ from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
+from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.reports import build, render_html
@@ -231,6 +232,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def list_training_jobs(name: TuningName) -> list[dict[str, Any]]:
         """The tuning job's training jobs, by number."""
         return [training_job_dict(j) for j in store.list_training_jobs(name)]
+
+    @api.get("/tuning-jobs/{name}/fidelity", response_model=schemas.Fidelity, tags=["tuning jobs"])
+    def tuning_job_fidelity(
+        name: TuningName, eta: Annotated[int, Query(ge=2, le=100)] = 3
+    ) -> dict[str, Any]:
+        """How well each step of the objective ranks the completed training jobs as they end,
+        and the Hyperband ``min_resource`` that suggests (as ``tuner fidelity``)."""
+        return tuning_job_report(store, name, eta)
 
     @api.post(
         "/tuning-jobs/{name}/stop", response_model=schemas.TuningJobSummary, tags=["tuning jobs"]

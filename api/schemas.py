@@ -24,6 +24,23 @@ class TuningJobSummary(BaseModel):
     ended_at: float | None
 
 
+class StepAgreementOut(BaseModel):
+    step: int
+    jobs: int
+    spearman: float | None
+    best_kept: float | None
+
+
+class Fidelity(BaseModel):
+    """``tuner.fidelity.report``: how each step ranks the completed jobs as they end."""
+
+    completed_jobs: int
+    eta: int
+    steps: list[StepAgreementOut]
+    suggested_min_resource: int | None
+    rule: str
+
+
 class TuningJobPage(BaseModel):
     items: list[TuningJobSummary]
     limit: int

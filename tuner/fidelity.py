@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
+from tuner.definition import TuningJobDefinition
 from tuner.errors import ValidationError
 from tuner.records import TrainingJob, TrainingStatus
+from tuner.storage import Store
 
 SPEARMAN_AT_LEAST = 0.65
 BEST_KEPT_AT_LEAST = 0.7
@@ -134,7 +136,8 @@ def completed_curves(
 
 
 def report(rows: Sequence[StepAgreement], eta: int, jobs: int) -> dict[str, Any]:
-    """What ``tuner fidelity --json`` prints: the rows, the suggestion and its rule."""
+    """What ``tuner fidelity --json`` prints (and ``GET /tuning-jobs/{name}/fidelity``
+    returns): the rows, the suggestion and its rule."""
     return {
         "completed_jobs": jobs,
         "eta": eta,
@@ -147,6 +150,16 @@ def report(rows: Sequence[StepAgreement], eta: int, jobs: int) -> dict[str, Any]
     }
 
 
+def tuning_job_report(store: Store, name: str, eta: int = 3) -> dict[str, Any]:
+    """``report`` for a stored tuning job (raises ``NotFoundError`` for an unknown name)."""
+    definition = TuningJobDefinition.parse(store.get_tuning_job(name).definition)
+    metric = definition.objective_metric_name
+    jobs = store.list_training_jobs(name)
+    points = {j.name: [p.value for p in store.metric_points(j.name, metric)] for j in jobs}
+    curves = completed_curves(jobs, points, definition.objective_aggregation, definition.maximize)
+    return report(step_agreement(curves, definition.maximize, eta), eta, len(curves))
+
+
 __all__ = [
     "Curve",
     "StepAgreement",
@@ -155,4 +168,5 @@ __all__ = [
     "report",
     "step_agreement",
     "suggest_min_resource",
+    "tuning_job_report",
 ]

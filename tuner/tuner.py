@@ -29,8 +29,7 @@ from tuner.analytics import TuningJobAnalytics
 from tuner.client import ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition
 from tuner.errors import TunerError, ValidationError
-from tuner.fidelity import completed_curves, step_agreement
-from tuner.fidelity import report as fidelity_report
+from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
@@ -433,16 +432,4 @@ class HyperparameterTuner:
     def step_agreement(self, eta: int = 3) -> dict[str, Any]:
         """How well each step of the objective ranks the completed jobs' final objectives, and
         the ``min_resource`` that suggests (``tuner.fidelity``; from the store only)."""
-        name = self._require_name()
-        definition = self.definition
-        jobs = self.store.list_training_jobs(name)
-        points = {
-            j.name: [
-                p.value for p in self.store.metric_points(j.name, definition.objective_metric_name)
-            ]
-            for j in jobs
-        }
-        curves = completed_curves(
-            jobs, points, definition.objective_aggregation, definition.maximize
-        )
-        return fidelity_report(step_agreement(curves, definition.maximize, eta), eta, len(curves))
+        return tuning_job_report(self.store, self._require_name(), eta)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ ENDPOINTS = [
     ("GET", "/tuning-jobs/x"),
     ("GET", "/tuning-jobs/x/training-jobs"),
     ("POST", "/tuning-jobs/x/stop"),
+    ("GET", "/tuning-jobs/x/fidelity"),
     ("GET", "/tuning-jobs/x/report"),
     ("GET", "/reports/compare?names=x"),
     ("GET", "/training-jobs/x-001"),
@@ -112,6 +114,32 @@ def test_logs_follow_waits_for_a_job_that_has_not_started(server, http, sqlite_u
     reader.join(30)
     assert not reader.is_alive()
     assert "".join(received) == "[Epoch 0] validation: accuracy=0.5\ndone\n"
+
+
+def test_fidelity_says_from_which_step_jobs_rank_as_they_end(http):
+    curve = Path(__file__).parents[1] / "jobs" / "curve_train.py"
+    body = definition(
+        "fidelity-job",
+        max_jobs=8,
+        max_parallel_jobs=4,
+        hyperparameter_ranges={"x": {"type": "continuous", "min_value": 0.0, "max_value": 1.0}},
+        job_definition={
+            "command": [sys.executable, str(curve)],
+            "static_hyperparameters": {"epochs": 9, "step_sleep": 0.01, "cross_at": 3},
+        },
+    )
+    assert http.post("/tuning-jobs", json=body).status_code == 201
+    wait_status(http, "fidelity-job", {"Completed"})
+    found = http.get("/tuning-jobs/fidelity-job/fidelity").json()
+    assert found["completed_jobs"] == 8 and found["eta"] == 3
+    assert [r["step"] for r in found["steps"]] == list(range(1, 10))
+    assert found["steps"][0]["spearman"] == pytest.approx(-1.0)
+    assert found["steps"][2]["spearman"] == pytest.approx(1.0)
+    assert found["suggested_min_resource"] == 3
+    assert http.get("/tuning-jobs/fidelity-job/fidelity?eta=2").json()["eta"] == 2
+    refused = http.get("/tuning-jobs/fidelity-job/fidelity?eta=1")
+    assert refused.status_code == 422 and "eta" in refused.text
+    assert http.get("/tuning-jobs/no-such-job/fidelity").status_code == 404
 
 
 def test_list_filters_and_pages(http):
