@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from tuner.definition import TuningJobDefinition
 from tuner.errors import ValidationError
@@ -102,6 +101,8 @@ def _agreement(now: np.ndarray, final: np.ndarray, eta: int) -> tuple[float | No
     n = len(now)
     if n < 2:
         return None, None
+    from scipy.stats import spearmanr  # scipy loads only when a verb needs it (CLI start-up)
+
     rho = None  # undefined where either side is constant
     if np.unique(now).size > 1 and np.unique(final).size > 1:
         rho = float(spearmanr(now, final).statistic)
