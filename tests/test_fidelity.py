@@ -6,15 +6,16 @@ import math
 
 import pytest
 
+from tuner.definition import TuningJobDefinition
 from tuner.errors import ValidationError
 from tuner.fidelity import (
     Curve,
-    aggregate,
     completed_curves,
     listed_steps,
     step_agreement,
     suggest_min_resource,
 )
+from tuner.metrics import MetricPoint
 from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus
 
 
@@ -61,11 +62,32 @@ def test_a_constant_step_has_no_correlation_and_diverged_values_rank_last():
     )
 
 
-def test_best_so_far_aggregation_skips_diverged_values():
-    assert aggregate([0.5, math.nan, 0.4, 0.7], "Best", maximize=True) == [0.5, 0.5, 0.5, 0.7]
-    assert aggregate([3.0, 1.0, 2.0], "Best", maximize=False) == [3.0, 1.0, 1.0]
-    assert math.isnan(aggregate([math.nan, 1.0], "Best", maximize=False)[0])
-    assert aggregate([3.0, 1.0], "Last", maximize=False) == [3.0, 1.0]
+def definition(aggregation: str = "Last", objective_type: str = "Maximize") -> TuningJobDefinition:
+    return TuningJobDefinition.parse(
+        {
+            "objective_metric_name": "acc",
+            "objective_type": objective_type,
+            "objective_aggregation": aggregation,
+            "max_jobs": 1,
+            "metric_definitions": [{"Name": "acc", "Regex": "acc=([0-9.]+)"}],
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": {"command": ["true"]},
+        }
+    )
+
+
+def curve(values: list[float], aggregation: str, maximize: bool) -> list[float]:
+    points = {"j": [MetricPoint("acc", v, seq, 0.0) for seq, v in enumerate(values)]}
+    d = definition(aggregation, "Maximize" if maximize else "Minimize")
+    [found] = completed_curves([job("j", TrainingStatus.COMPLETED, 0.0)], points, d)
+    return found.values
+
+
+def test_each_step_is_read_as_the_objective_is_so_best_so_far_skips_diverged_values():
+    assert curve([0.5, math.nan, 0.4, 0.7], "Best", maximize=True) == [0.5, 0.5, 0.5, 0.7]
+    assert curve([3.0, 1.0, 2.0], "Best", maximize=False) == [3.0, 1.0, 1.0]
+    assert math.isnan(curve([math.nan, 1.0], "Best", maximize=False)[0])
+    assert curve([3.0, 1.0], "Last", maximize=False) == [3.0, 1.0]
 
 
 def test_long_curves_list_about_a_dozen_steps_from_the_first_to_the_last():
@@ -88,8 +110,11 @@ def test_only_jobs_that_ran_to_the_end_count():
         job("failed", TrainingStatus.FAILED, None),
         job("silent", TrainingStatus.COMPLETED, 0.8),
     ]
-    points = {"done": [0.5, 0.9], "stopped": [0.5], "failed": [0.1]}
-    assert completed_curves(jobs, points, "Last", True) == [Curve([0.5, 0.9], 0.9)]
+    points = {
+        name: [MetricPoint("acc", v, seq, 0.0) for seq, v in enumerate(values)]
+        for name, values in {"done": [0.5, 0.9], "stopped": [0.5], "failed": [0.1]}.items()
+    }
+    assert completed_curves(jobs, points, definition()) == [Curve([0.5, 0.9], 0.9)]
 
 
 def test_eta_below_two_is_refused_with_the_value():

@@ -4,9 +4,9 @@ Every rung-based rule (the median rule, Hyperband, ASHA) stops a job because its
 k ranks it low, so it saves compute only from the steps whose ranking agrees with the final one.
 From jobs that ran to the end (status Completed, with an objective), this measures per step k:
 
-- ``spearman``: Spearman's rank correlation between the objective at step k (the k-th value of
-  the objective metric, aggregated as the objective is: the last value or the best so far) and
-  the final objective, over the jobs that reported step k;
+- ``spearman``: Spearman's rank correlation between the objective at step k (read from the
+  objective metric's first k values as the job's objective is: the last value or the best so
+  far) and the final objective, over the jobs that reported step k;
 - ``best_kept``: of the final best tenth (at least one job), the share a cut at step k that keeps
   the best ``1/eta`` would have kept (a cut at random keeps ``1/eta`` on average).
 
@@ -28,6 +28,7 @@ import numpy as np
 
 from tuner.definition import TuningJobDefinition
 from tuner.errors import ValidationError
+from tuner.metrics import MetricPoint, final_objective
 from tuner.records import TrainingJob, TrainingStatus
 from tuner.storage import Store
 
@@ -53,20 +54,6 @@ class Curve:
 
     values: list[float]
     final: float
-
-
-def aggregate(values: Sequence[float], aggregation: str, maximize: bool) -> list[float]:
-    """The objective after each step: the values themselves (``Last``) or the best so far."""
-    if aggregation != "Best":
-        return [float(v) for v in values]
-    pick = max if maximize else min
-    out: list[float] = []
-    best = math.nan
-    for v in values:
-        if not math.isnan(v):
-            best = v if math.isnan(best) else pick(best, v)
-        out.append(best)
-    return out
 
 
 def listed_steps(last: int) -> list[int]:
@@ -117,23 +104,32 @@ def suggest_min_resource(rows: Sequence[StepAgreement], eta: int = 3) -> int | N
     for r in rows:
         if r.step * eta > last or r.jobs < MIN_JOBS:
             continue
-        if (r.spearman or -1.0) >= SPEARMAN_AT_LEAST and (r.best_kept or 0.0) >= BEST_KEPT_AT_LEAST:
+        if r.spearman is None or r.best_kept is None:
+            continue
+        if r.spearman >= SPEARMAN_AT_LEAST and r.best_kept >= BEST_KEPT_AT_LEAST:
             return r.step
     return None
 
 
 def completed_curves(
     jobs: Sequence[TrainingJob],
-    points: dict[str, list[float]],
-    aggregation: str,
-    maximize: bool,
+    points: dict[str, list[MetricPoint]],
+    definition: TuningJobDefinition,
 ) -> list[Curve]:
-    """The curves of the jobs that ran to the end: Completed, an objective, some points."""
-    return [
-        Curve(aggregate(points[j.name], aggregation, maximize), float(j.objective))
-        for j in jobs
-        if j.status is TrainingStatus.COMPLETED and j.objective is not None and points.get(j.name)
-    ]
+    """The curves of the jobs that ran to the end (Completed, an objective, some points of the
+    objective metric): at step k, the objective ``final_objective`` reads from steps 1..k."""
+    metric, aggregation = definition.objective_metric_name, definition.aggregation
+    curves = []
+    for j in jobs:
+        series = sorted(points.get(j.name, []), key=lambda p: p.seq)
+        if j.status is not TrainingStatus.COMPLETED or j.objective is None or not series:
+            continue
+        values = [
+            final_objective(series[:k], metric, aggregation, definition.maximize)
+            for k in range(1, len(series) + 1)
+        ]
+        curves.append(Curve([math.nan if v is None else v for v in values], float(j.objective)))
+    return curves
 
 
 def report(rows: Sequence[StepAgreement], eta: int, jobs: int) -> dict[str, Any]:
@@ -156,15 +152,14 @@ def tuning_job_report(store: Store, name: str, eta: int = 3) -> dict[str, Any]:
     definition = TuningJobDefinition.parse(store.get_tuning_job(name).definition)
     metric = definition.objective_metric_name
     jobs = store.list_training_jobs(name)
-    points = {j.name: [p.value for p in store.metric_points(j.name, metric)] for j in jobs}
-    curves = completed_curves(jobs, points, definition.objective_aggregation, definition.maximize)
+    points = {j.name: store.metric_points(j.name, metric) for j in jobs}
+    curves = completed_curves(jobs, points, definition)
     return report(step_agreement(curves, definition.maximize, eta), eta, len(curves))
 
 
 __all__ = [
     "Curve",
     "StepAgreement",
-    "aggregate",
     "completed_curves",
     "report",
     "step_agreement",
