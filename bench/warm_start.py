@@ -22,6 +22,11 @@ parents is computed by ``tuner.warm_start.take``, the function ``tuner`` itself 
 Both also print, apart from the goals, the same counts to within one validation image
 (1/540 of accuracy, the objective's step): whether a target was missed by a hair or by far.
 
+``--objective loss`` tunes every job (parents, children, cold starts) on the validation
+cross-entropy instead (minimized; a diverged network scores ``DIVERGED_LOSS``): a continuous
+objective with no plateau that most runs reach, so the targets do not come from the accuracy's
+quantization; "within one step" is then within 1 % of the target.
+
 ``--rank-parents N`` runs neither: for each parent kind of ``PARENT_KINDS`` (epochs, fraction of
 the training images) it prints how well the parent's objective ranks the child's (10 epochs on
 all images) over N random configurations of the child's space, one table per seed: what a
@@ -29,6 +34,7 @@ parent kind should be chosen by, rather than by the child's wins.
 
     python bench/warm_start.py [--seeds 10] [--first-seed 0] [--parent-jobs 20] [--child-jobs 20]
         [--only a|b] [--parent-epochs 3 | --parent-subset 0.5] [--rank-parents 100]
+        [--objective accuracy|loss]
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from tuner.strategies import make_strategy
 from tuner.warm_start import IDENTICAL, TRANSFER, ParentResults, WarmStart, take
 
 INF = float("inf")
-_CACHE: dict[tuple[int, float, float, float, float], float] = {}
+_CACHE: dict[tuple[int, float, float, float, float], tuple[float, float]] = {}
 
 
 def space(max_learning_rate: float = 2.0) -> SearchSpace:
@@ -67,9 +73,14 @@ def space(max_learning_rate: float = 2.0) -> SearchSpace:
     )
 
 
-def accuracy(config: Config, epochs: int, subset: float = 1.0) -> float:
-    """Validation accuracy after ``epochs`` epochs on the first ``subset`` fraction of the
-    training images (0 when training diverged); cached, as training is deterministic."""
+OBJECTIVES = ("accuracy", "loss")  # validation accuracy (maximized) or cross-entropy (minimized)
+DIVERGED_LOSS = 10.0  # validation cross-entropy of a diverged network (chance is ln 10 = 2.3)
+
+
+def measure(config: Config, epochs: int, subset: float = 1.0) -> tuple[float, float]:
+    """Validation accuracy and cross-entropy after ``epochs`` epochs on the first ``subset``
+    fraction of the training images (0 and ``DIVERGED_LOSS`` when training diverged);
+    cached, as training is deterministic."""
     key = (epochs, subset, config["learning_rate"], config["momentum"], config["wd"])
     if key not in _CACHE:
         from sklearn.neural_network import MLPClassifier
@@ -92,9 +103,26 @@ def accuracy(config: Config, epochs: int, subset: float = 1.0) -> float:
             for _ in range(epochs):
                 model.partial_fit(x_train, y_train, classes=classes)
             proba = model.predict_proba(x_val)
-        ok = np.all(np.isfinite(proba))
-        _CACHE[key] = float(np.mean(classes[proba.argmax(axis=1)] == y_val)) if ok else 0.0
+        if np.all(np.isfinite(proba)):
+            right = proba[np.arange(len(y_val)), np.searchsorted(classes, y_val)]
+            loss = float(-np.mean(np.log(np.clip(right, 1e-15, 1.0))))
+            accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y_val))
+            _CACHE[key] = (accuracy, min(loss, DIVERGED_LOSS))
+        else:
+            _CACHE[key] = (0.0, DIVERGED_LOSS)
     return _CACHE[key]
+
+
+def evaluate(
+    config: Config, epochs: int, subset: float = 1.0, objective: str = "accuracy"
+) -> float:
+    """The objective's value for ``config`` (see ``measure``)."""
+    accuracy, loss = measure(config, epochs, subset)
+    return accuracy if objective == "accuracy" else loss
+
+
+def maximized(objective: str) -> bool:
+    return objective == "accuracy"
 
 
 def tune(
@@ -104,26 +132,35 @@ def tune(
     seed: int,
     warm: WarmStart | None = None,
     subset: float = 1.0,
+    objective: str = "accuracy",
 ) -> list[tuple[Config, float]]:
     """``jobs`` sequential jobs of the Bayesian strategy, warm-started when ``warm`` is given."""
-    strategy = make_strategy("Bayesian", s, maximize=True, seed=seed)
+    strategy = make_strategy("Bayesian", s, maximize=maximized(objective), seed=seed)
     if warm is not None:
         strategy.warm_start(warm.observations, warm.first, warm.prior)
     out = []
     for _ in range(jobs):
         (config,) = strategy.ask(1)
-        value = accuracy(config, epochs, subset)
+        value = evaluate(config, epochs, subset, objective)
         strategy.tell(config, value)
         out.append((config, value))
     return out
 
 
-def jobs_to(results: list[tuple[Config, float]], target: float) -> float:
-    """1-based number of jobs until a result is at least ``target`` (inf: never)."""
+def jobs_to(
+    results: list[tuple[Config, float]], target: float, objective: str = "accuracy"
+) -> float:
+    """1-based number of jobs until a result is at least as good as ``target`` (inf: never)."""
+    sign = 1.0 if maximized(objective) else -1.0
     for i, (_, value) in enumerate(results, 1):
-        if value >= target - 1e-12:
+        if sign * (value - target) >= -1e-12:
             return i
     return INF
+
+
+def best_of(results: list[tuple[Config, float]], objective: str = "accuracy") -> float:
+    values = [v for _, v in results]
+    return max(values) if maximized(objective) else min(values)
 
 
 def median(values: list[float]) -> float:
@@ -143,51 +180,59 @@ def shown(value: float) -> str:
     return ">budget" if value == INF else f"{value:g}"
 
 
-def one_image() -> float:
-    """The objective's step: one validation image of accuracy."""
-    return 1.0 / len(_digits()[3])
+def near(target: float, objective: str = "accuracy") -> float:
+    """A target one step easier: one validation image of accuracy; 1 % of a loss."""
+    return target - 1.0 / len(_digits()[3]) if maximized(objective) else target * 1.01
 
 
-def identical(seed: int, parent_jobs: int, child_jobs: int) -> tuple[float, ...]:
+def identical(
+    seed: int, parent_jobs: int, child_jobs: int, objective: str = "accuracy"
+) -> tuple[float, ...]:
     """Parent's best; jobs until the warm child and the cold job reach it; the same to within
-    one validation image."""
-    s = space()
-    parent = tune(s, 10, parent_jobs, seed)
-    best = max(v for _, v in parent)
-    warm = take(IDENTICAL, s, True, [ParentResults("parent", {}, parent)])
-    child = tune(s, 10, child_jobs, seed + 1000, warm)
-    cold = tune(s, 10, child_jobs, seed + 1000)
-    near = best - one_image()
+    one step (``near``)."""
+    s, o = space(), objective
+    parent = tune(s, 10, parent_jobs, seed, objective=o)
+    best = best_of(parent, o)
+    warm = take(IDENTICAL, s, maximized(o), [ParentResults("parent", {}, parent)])
+    child = tune(s, 10, child_jobs, seed + 1000, warm, objective=o)
+    cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
+    easier = near(best, o)
     return (
         best,
-        jobs_to(child, best),
-        jobs_to(cold, best),
-        jobs_to(child, near),
-        jobs_to(cold, near),
+        jobs_to(child, best, o),
+        jobs_to(cold, best, o),
+        jobs_to(child, easier, o),
+        jobs_to(cold, easier, o),
     )
 
 
 def transfer(
-    seed: int, parent_jobs: int, child_jobs: int, parent_epochs: int = 3, subset: float = 1.0
+    seed: int,
+    parent_jobs: int,
+    child_jobs: int,
+    parent_epochs: int = 3,
+    subset: float = 1.0,
+    objective: str = "accuracy",
 ) -> tuple[float, ...]:
     """Cold job's final best; jobs until the cold job and the child reach it; the child's best;
-    jobs until the cold job and the child reach it to within one validation image."""
+    jobs until the cold job and the child reach it to within one step (``near``)."""
+    o = objective
     static = {"epochs": parent_epochs, "subset": subset}
     parent_definition = {"job_definition": {"static_hyperparameters": static}}
-    parent = tune(space(), parent_epochs, parent_jobs, seed, subset=subset)
+    parent = tune(space(), parent_epochs, parent_jobs, seed, subset=subset, objective=o)
     s = space(max_learning_rate=1.0)
-    cold = tune(s, 10, child_jobs, seed + 1000)
-    target = max(v for _, v in cold)
-    warm = take(TRANSFER, s, True, [ParentResults("parent", parent_definition, parent)])
-    child = tune(s, 10, child_jobs, seed + 1000, warm)
-    near = target - one_image()
+    cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
+    target = best_of(cold, o)
+    warm = take(TRANSFER, s, maximized(o), [ParentResults("parent", parent_definition, parent)])
+    child = tune(s, 10, child_jobs, seed + 1000, warm, objective=o)
+    easier = near(target, o)
     return (
         target,
-        jobs_to(cold, target),
-        jobs_to(child, target),
-        max(v for _, v in child),
-        jobs_to(cold, near),
-        jobs_to(child, near),
+        jobs_to(cold, target, o),
+        jobs_to(child, target, o),
+        best_of(child, o),
+        jobs_to(cold, easier, o),
+        jobs_to(child, easier, o),
     )
 
 
@@ -204,7 +249,10 @@ PARENT_KINDS = [
 
 
 def rank_parents(
-    count: int, seed: int = 0, kinds: list[tuple[int, float]] = PARENT_KINDS
+    count: int,
+    seed: int = 0,
+    kinds: list[tuple[int, float]] = PARENT_KINDS,
+    objective: str = "accuracy",
 ) -> list[tuple[float, float, int, int]]:
     """How well each parent kind (epochs, fraction of the training images) ranks the child's
     objective (10 epochs on all images) over ``count`` random configurations of the child's
@@ -216,11 +264,12 @@ def rank_parents(
 
     s = space(max_learning_rate=1.0)
     configs = [s.decode(p) for p in s.sample(np.random.default_rng(seed), count)]
-    child = np.array([accuracy(c, 10) for c in configs])
-    order = np.argsort(-child, kind="stable")
+    sign = 1.0 if maximized(objective) else -1.0  # sign * value: larger is better
+    child = np.array([evaluate(c, 10, objective=objective) for c in configs])
+    order = np.argsort(-sign * child, kind="stable")
     top_tenth, good = set(order[: max(1, count // 10)].tolist()), order[: max(3, count // 3)]
     print(
-        f"{count} random configurations (seed {seed}); 10-epoch best {child.max():.4f}, "
+        f"{count} random configurations (seed {seed}); 10-epoch best {child[order[0]]:.4f}, "
         f"top tenth from {child[order[len(top_tenth) - 1]]:.4f}"
     )
     print(
@@ -231,10 +280,10 @@ def rank_parents(
     print("| --- | --- | --- | --- | --- | --- |")
     rows = []
     for epochs, subset in kinds:
-        parent = np.array([accuracy(c, epochs, subset) for c in configs])
+        parent = np.array([evaluate(c, epochs, subset, objective) for c in configs])
         rho = float(spearmanr(parent, child).statistic)
         rho_good = float(spearmanr(parent[good], child[good]).statistic)
-        ranked = np.argsort(-parent, kind="stable")
+        ranked = np.argsort(-sign * parent, kind="stable")
         top_third = set(ranked[: max(1, count // 3)].tolist())
         found = len(top_tenth & top_third)
         rows.append((rho, rho_good, found, len(top_tenth)))
@@ -280,10 +329,12 @@ def main() -> None:
         metavar="N",
         help="only rank parent kinds against the child's objective over N random configurations",
     )
+    parser.add_argument("--objective", choices=OBJECTIVES, default="accuracy")
     args = parser.parse_args()
+    o = args.objective
     if args.rank_parents:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            rank_parents(args.rank_parents, seed)
+            rank_parents(args.rank_parents, seed, objective=o)
         return
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     subset = args.parent_subset
@@ -291,17 +342,26 @@ def main() -> None:
     jobs = (args.parent_jobs, args.child_jobs)
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{time.strftime('%Y-%m-%d', time.gmtime())}; seeds {seeds.start}-{seeds.stop - 1}"
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}; seeds {seeds.start}-{seeds.stop - 1}; "
+        f"objective: validation {o}"
     )
-    a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs))
-    b = [] if args.only == "a" else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs, subset))
+    a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs, o))
+    b = (
+        []
+        if args.only == "a"
+        else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs, subset, o))
+    )
     if a:
-        report_identical(a, args.parent_jobs, args.child_jobs)
+        report_identical(a, args.parent_jobs, args.child_jobs, o)
     if b:
-        report_transfer(b, epochs, subset, args.child_jobs)
+        report_transfer(b, epochs, subset, args.child_jobs, o)
 
 
-def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
+def step_name(objective: str) -> str:
+    return "one image" if maximized(objective) else "1 %"
+
+
+def report_identical(a: list[tuple], parent_jobs: int, budget: int, objective: str) -> None:
     warm_a, cold_a = median([r[1] for r in a]), median([r[2] for r in a])
     print(
         f"(a) IdenticalDataAndAlgorithm, jobs to the parent's best ({parent_jobs} jobs): "
@@ -311,13 +371,16 @@ def report_identical(a: list[tuple], parent_jobs: int, budget: int) -> None:
         f"cold {[shown(r[2]) for r in a]}"
     )
     print(
-        f"    to within one image (not the goal): warm median {shown(median([r[3] for r in a]))}"
+        f"    to within {step_name(objective)} (not the goal): warm median "
+        f"{shown(median([r[3] for r in a]))}"
         f", cold {shown(median([r[4] for r in a]))}; per seed warm {[shown(r[3]) for r in a]}, "
         f"cold {[shown(r[4]) for r in a]}"
     )
 
 
-def report_transfer(b: list[tuple], parent_epochs: int, subset: float, budget: int) -> None:
+def report_transfer(
+    b: list[tuple], parent_epochs: int, subset: float, budget: int, objective: str
+) -> None:
     wins = sum(r[2] < r[1] for r in b)
     cold_b, warm_b = median([r[1] for r in b]), median([r[2] for r in b])
     data = "" if subset == 1.0 else f" on {subset:g} of the training images"
@@ -331,7 +394,8 @@ def report_transfer(b: list[tuple], parent_epochs: int, subset: float, budget: i
     )
     near = sum(r[5] < r[4] for r in b)
     print(
-        f"    to within one image (not the goal): child fewer in {near} of {len(b)}, child "
+        f"    to within {step_name(objective)} (not the goal): child fewer in {near} of "
+        f"{len(b)}, child "
         f"median {shown(median([r[5] for r in b]))}, cold {shown(median([r[4] for r in b]))}; "
         f"per seed child {[shown(r[5]) for r in b]}, cold {[shown(r[4]) for r in b]}"
     )

@@ -28,3 +28,20 @@ def test_parent_ranking_measure():
     assert same == (1.0, 1.0, 1, 1)  # the child's own objective ranks itself perfectly
     rho, rho_good, found, of = fewer
     assert -1.0 <= rho <= 1.0 and -1.0 <= rho_good <= 1.0 and 0 <= found <= of == 1
+
+
+def test_loss_objective_is_minimized_end_to_end():
+    from bench.warm_start import jobs_to, measure, near
+
+    target, cold_jobs, child_jobs, child_best, cold_near, child_near = transfer(
+        0, parent_jobs=4, child_jobs=3, objective="loss"
+    )
+    assert 0.0 < target < 2.3 and child_best > 0.0  # better than chance (ln 10)
+    assert cold_jobs in (1, 2, 3) and child_jobs in (1, 2, 3, math.inf)
+    assert cold_near <= cold_jobs and child_near <= child_jobs
+    assert near(0.2, "loss") > 0.2 and near(0.9, "accuracy") < 0.9  # both one step easier
+    config = {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
+    accuracy, loss = measure(config, 3)
+    assert 0.5 < accuracy <= 1.0 and 0.0 < loss < 1.0
+    assert jobs_to([(config, 0.3), (config, 0.19)], 0.2, "loss") == 2  # lower is better
+    assert jobs_to([(config, 0.3), (config, 0.19)], 0.2) == 1  # accuracy: higher is better
