@@ -5,7 +5,8 @@ Writes one tuning job with JOBS training jobs (four hyperparameters, STEPS metri
 the last few still running) straight into a SQLite store, leased to another process so the
 service only reads it; starts ``tuner serve`` on it (127.0.0.1) and measures, side by side:
 ``GET /tuning-jobs/{name}/trials`` (what the page polls), ``GET /tuning-jobs/{name}/training-jobs``
-(the full records) and ``GET /tuning-jobs/{name}/report`` (the report's JSON): latency p50/p90
+(the full records), ``GET /tuning-jobs/{name}/report`` (the report's JSON) and
+``GET /tuning-jobs/{name}/fidelity`` (the early-stopping panel's): latency p50/p90
 over REPEAT calls, JSON bytes and bytes on the wire (the trials are gzipped); then
 ``GET /dashboard/tuning-jobs``. Then it opens the tuning job page in Chromium (Selenium, Debian's
 chromedriver) LOADS times and reads the page's own timings: data fetched, drawn (counters,
@@ -231,6 +232,9 @@ def main() -> None:
                 ),
                 "report JSON": timed(
                     client, f"/tuning-jobs/{NAME}/report", max(3, args.repeat // 4)
+                ),
+                "fidelity (early-stopping panel)": timed(
+                    client, f"/tuning-jobs/{NAME}/fidelity", max(3, args.repeat // 4)
                 ),
                 "dashboard/tuning-jobs (list)": timed(
                     client, "/dashboard/tuning-jobs", args.repeat

@@ -152,7 +152,7 @@ def tuning_job_report(store: Store, name: str, eta: int = 3) -> dict[str, Any]:
     definition = TuningJobDefinition.parse(store.get_tuning_job(name).definition)
     metric = definition.objective_metric_name
     jobs = store.list_training_jobs(name)
-    points = {j.name: store.metric_points(j.name, metric) for j in jobs}
+    points = store.tuning_metric_points(name, metric)
     curves = completed_curves(jobs, points, definition)
     return report(step_agreement(curves, definition.maximize, eta), eta, len(curves))
 

@@ -85,6 +85,27 @@ def test_metric_points_round_trip_exactly(store):
     assert len(store.metric_points(job.name)) == 7
 
 
+def test_a_tuning_jobs_points_of_one_metric_come_in_one_read(store):
+    store.create_tuning_job("t", DEFINITION)
+    store.create_tuning_job("u", DEFINITION)
+    first, second, silent = (store.create_training_job("t", n, {}) for n in (1, 2, 3))
+    elsewhere = store.create_training_job("u", 1, {})
+    store.add_metric_points(
+        second.name, [MetricPoint("m", 2.0, 1, 1.0), MetricPoint("m", 1.0, 0, 0.0)]
+    )
+    store.add_metric_points(first.name, [MetricPoint("m", math.nan, 0, 0.0)])
+    store.add_metric_points(first.name, [MetricPoint("other", 9.0, 1, 1.0)])
+    store.add_metric_points(elsewhere.name, [MetricPoint("m", 5.0, 0, 0.0)])
+    got = store.tuning_metric_points("t", "m")
+    assert set(got) == {first.name, second.name}  # the silent job and tuning job u left out
+    assert [p.value for p in got[second.name]] == [1.0, 2.0]  # in reported order
+    assert got[second.name] == store.metric_points(second.name, "m")
+    assert len(got[first.name]) == 1 and math.isnan(got[first.name][0].value)
+    assert silent.name not in got
+    with pytest.raises(NotFoundError):
+        store.tuning_metric_points("nope", "m")
+
+
 def test_stop_request_is_seen_by_another_store_on_the_same_database(store, database_url):
     store.create_tuning_job("t", DEFINITION)
     other = Store(database_url)

@@ -455,6 +455,28 @@ class Store:
             )
             return {str(job): int(count) for job, count in rows}
 
+    def tuning_metric_points(self, tuning_job_name: str, name: str) -> dict[str, list[MetricPoint]]:
+        """Metric ``name``'s points of every training job of a tuning job, by training job name,
+        each in reported order; one query, however many jobs (jobs without any are left out)."""
+        with self._session() as session:
+            tuning = self._tuning_row(session, tuning_job_name)
+            rows = session.execute(
+                select(
+                    TrainingJobRow.name,
+                    MetricPointRow.value,
+                    MetricPointRow.seq,
+                    MetricPointRow.timestamp,
+                )
+                .join(MetricPointRow, MetricPointRow.training_job_id == TrainingJobRow.id)
+                .where(TrainingJobRow.tuning_job_id == tuning.id, MetricPointRow.name == name)
+                .order_by(TrainingJobRow.id, MetricPointRow.seq)
+            )
+            points: dict[str, list[MetricPoint]] = {}
+            for job, value, seq, timestamp in rows:
+                point = MetricPoint(name, math.nan if value is None else value, seq, timestamp)
+                points.setdefault(str(job), []).append(point)
+            return points
+
     def metric_points(self, training_job_name: str, name: str | None = None) -> list[MetricPoint]:
         with self._session() as session:
             job = self._training_row(session, training_job_name)
