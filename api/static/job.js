@@ -1,5 +1,6 @@
 // One tuning job: live counters, best so far, objective against each hyperparameter, parallel
-// coordinates, the training jobs (paged) and a training job's log followed live; and Stop.
+// coordinates, where early stopping can cut (GET .../fidelity), the training jobs (paged) and a
+// training job's log followed live; and Stop.
 
 import { api, badge, el, fmtNumber, fmtSeconds, fmtTime, nav, poll, clearError, showError }
   from "./common.js";
@@ -10,12 +11,14 @@ const REFRESH_MS = 2000;
 const LOG_MS = 1000;
 const LOG_START = -65536; // the last 64 KiB of a long log first
 const LOG_KEEP = 2_000_000; // characters of log kept in the page
+const FIDELITY_MIN_JOBS = 6; // completed jobs before the agreement table means anything
+const FIDELITY_MS = 30000; // while running, re-read the agreement at most this often
 const TERMINAL = new Set(["Completed", "Stopped", "Failed"]);
 const name = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const state = {
   data: null, drawn: null, rowsKey: null, page: 0, log: null, logRun: 0, stopArmed: null,
-  missing: false,
+  missing: false, fidelityAt: null, fidelityTime: 0,
 };
 const started = performance.now();
 
@@ -198,6 +201,35 @@ function jobRows(d) {
   )));
 }
 
+/** How well each step ranks the completed jobs as they end (tuner fidelity): read again when
+ * more jobs have completed, at most every FIDELITY_MS while the tuning job runs. */
+async function fidelity(d) {
+  const completed = d.training_job_status_counters.Completed;
+  const due = isTerminal() || performance.now() - state.fidelityTime >= FIDELITY_MS;
+  if (completed < FIDELITY_MIN_JOBS || completed === state.fidelityAt || !due) return;
+  state.fidelityAt = completed;
+  state.fidelityTime = performance.now();
+  const f = await api(`/tuning-jobs/${encodeURIComponent(name)}/fidelity`);
+  const panel = $("fidelity");
+  panel.classList.toggle("hidden", !f.steps.length);
+  setText("fidelity-note", `${f.completed_jobs} jobs that ran to the end`);
+  setText("fidelity-eta", `1/${f.eta}`);
+  const k = f.suggested_min_resource;
+  setText("fidelity-suggestion", k !== null
+    ? `From step ${k} these jobs already rank about as they end: a first rung there ` +
+      `(Hyperband's min_resource: ${k}) would keep most of the eventual best. Rule: ${f.rule}.`
+    : "No step ranks these jobs as they end yet: early stopping would mostly stop the eventual " +
+      `winners (or too few jobs have ended). Rule: ${f.rule}.`);
+  panel.dataset.suggested = k ?? "";
+  $("fidelity-rows").replaceChildren(...f.steps.map((r) => el("tr", {
+    className: r.step === k ? "selected" : "" },
+  el("td", { className: "num" }, r.step),
+  el("td", { className: "num" }, r.jobs),
+  el("td", { className: "num" }, r.spearman === null ? "–" : r.spearman.toFixed(2)),
+  el("td", { className: "num" }, r.best_kept === null ? "–" : r.best_kept.toFixed(2)),
+  )));
+}
+
 function draw(force = false) {
   const d = state.data;
   const signature = `${d.curve.jobs.length}/${d.columns.number.length}/${$("curve-x").value}`;
@@ -226,6 +258,7 @@ async function refresh() {
   failures(d);
   jobRows(d);
   draw();
+  fidelity(d).catch(showError);
   if (!document.body.dataset.loaded) {
     document.body.dataset.fetchMs = Math.round(t1 - t0);
     document.body.dataset.renderMs = Math.round(performance.now() - t1);

@@ -197,3 +197,32 @@ def test_list_login_and_compare_pages(server, http, browser):
     until(browser, lambda d: "/ui/login" in d.current_url, "the login page after logging out")
     browser.get(f"{server.url}/ui/tuning-jobs/cmp-random")
     until(browser, lambda d: "/ui/login" in d.current_url, "the login page for a stored page")
+
+
+def test_job_page_shows_where_early_stopping_can_cut(server, http, browser):
+    from selenium.webdriver.common.by import By
+
+    body = definition("fid", max_jobs=8, max_parallel_jobs=2)
+    body["job_definition"]["static_hyperparameters"]["epochs"] = 3  # three steps per job
+    assert http.post("/tuning-jobs", json=body).status_code == 201
+    wait_status(http, "fid", {"Completed"}, timeout=120)
+    want = http.get("/tuning-jobs/fid/fidelity").json()
+    assert want["suggested_min_resource"] == 1  # the stand-in's curves never cross
+
+    log_in(browser, f"{server.url}/ui/tuning-jobs/fid")
+    panel = until(
+        browser,
+        lambda d: (p := d.find_element(By.ID, "fidelity")).is_displayed() and p,
+        "the early-stopping panel",
+    )
+    rows = browser.find_elements(By.CSS_SELECTOR, "#fidelity-rows tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows] == ["1", "2", "3"]
+    assert panel.get_attribute("data-suggested") == "1"
+    assert "min_resource: 1" in text(browser, "fidelity-suggestion")
+    assert "8 jobs that ran to the end" in text(browser, "fidelity-note")
+    first = rows[0].find_elements(By.TAG_NAME, "td")
+    assert [c.text for c in first] == ["1", "8", "1.00", "1.00"]
+    assert "selected" in rows[0].get_attribute("class")  # the suggested step stands out
+    browser.execute_script("arguments[0].scrollIntoView()", panel)
+    screenshot(browser, "dashboard-fidelity.png")
+    assert script_errors(browser) == []
