@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -15,7 +16,7 @@ from tuner.fidelity import (
     step_agreement,
     suggest_min_resource,
 )
-from tuner.metrics import MetricPoint
+from tuner.metrics import MetricPoint, ObjectiveAggregation, final_objective
 from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus
 
 
@@ -88,6 +89,21 @@ def test_each_step_is_read_as_the_objective_is_so_best_so_far_skips_diverged_val
     assert curve([3.0, 1.0, 2.0], "Best", maximize=False) == [3.0, 1.0, 1.0]
     assert math.isnan(curve([math.nan, 1.0], "Best", maximize=False)[0])
     assert curve([3.0, 1.0], "Last", maximize=False) == [3.0, 1.0]
+
+
+def test_each_step_equals_the_objective_read_from_its_prefix():
+    rng = random.Random(0)
+    for aggregation in ("Last", "Best"):
+        for maximize in (True, False):
+            for _ in range(50):
+                values = [rng.choice([math.nan, rng.random()]) for _ in range(rng.randint(1, 9))]
+                points = [MetricPoint("acc", v, 3 * seq, 0.0) for seq, v in enumerate(values)]
+                want = [
+                    final_objective(points[:k], "acc", ObjectiveAggregation(aggregation), maximize)
+                    for k in range(1, len(points) + 1)
+                ]
+                got = curve(values, aggregation, maximize)
+                assert [repr(v) for v in got] == [repr(v) for v in want]  # nan == nan here
 
 
 def test_long_curves_list_about_a_dozen_steps_from_the_first_to_the_last():

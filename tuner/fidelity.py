@@ -117,18 +117,23 @@ def completed_curves(
     definition: TuningJobDefinition,
 ) -> list[Curve]:
     """The curves of the jobs that ran to the end (Completed, an objective, some points of the
-    objective metric): at step k, the objective ``final_objective`` reads from steps 1..k."""
+    objective metric): at step k, the objective ``final_objective`` reads from steps 1..k.
+
+    Linear in the points: for both aggregations the objective of steps 1..k is the objective of
+    step k's point together with one point holding the objective of steps 1..k-1 (the last
+    value; the best finite value so far), so each step folds one point into the previous one."""
     metric, aggregation = definition.objective_metric_name, definition.aggregation
     curves = []
     for j in jobs:
         series = sorted(points.get(j.name, []), key=lambda p: p.seq)
         if j.status is not TrainingStatus.COMPLETED or j.objective is None or not series:
             continue
-        values = [
-            final_objective(series[:k], metric, aggregation, definition.maximize)
-            for k in range(1, len(series) + 1)
-        ]
-        curves.append(Curve([math.nan if v is None else v for v in values], float(j.objective)))
+        values: list[float] = []
+        for point in series:
+            earlier = [MetricPoint(metric, values[-1], point.seq - 1, 0.0)] if values else []
+            value = final_objective([*earlier, point], metric, aggregation, definition.maximize)
+            values.append(math.nan if value is None else value)
+        curves.append(Curve(values, float(j.objective)))
     return curves
 
 
