@@ -170,6 +170,17 @@ class Problem:
 DIVERGED_LOSS = 10.0  # validation cross-entropy of a diverged network (chance is ln 10 = 2.3)
 
 
+def validation_scores(
+    proba: np.ndarray, y_val: np.ndarray, classes: np.ndarray
+) -> tuple[float, float]:
+    """Accuracy and cross-entropy (at most ``DIVERGED_LOSS``) of finite class probabilities
+    ``proba`` (columns in the order of ``classes``) against the labels ``y_val``."""
+    right = proba[np.arange(len(y_val)), np.searchsorted(classes, y_val)]
+    loss = float(-np.mean(np.log(np.clip(right, 1e-15, 1.0))))
+    accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y_val))
+    return accuracy, min(loss, DIVERGED_LOSS)
+
+
 @functools.cache
 def digits_curves() -> Curves:
     """The digits network's (accuracy, cross-entropy) after each epoch, for both its problems."""
@@ -196,8 +207,6 @@ def digits_curves() -> Curves:
             random_state=0,
         )
 
-    rows = np.arange(len(y_val))
-
     def step(model: Any) -> tuple[float, float]:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -206,9 +215,7 @@ def digits_curves() -> Curves:
             proba = model.predict_proba(x_val)
         if not np.all(np.isfinite(proba)):
             return 0.1, DIVERGED_LOSS  # diverged: chance accuracy from then on
-        accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y_val))
-        loss = float(-np.mean(np.log(np.clip(proba[rows, y_val], 1e-15, 1.0))))
-        return accuracy, min(loss, DIVERGED_LOSS)
+        return validation_scores(proba, y_val, classes)
 
     return Curves(make, step)
 

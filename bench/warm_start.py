@@ -53,6 +53,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.early_stopping import DIVERGED_LOSS, validation_scores
 from bench.optimizers import _digits
 from tuner import ContinuousParameter, SearchSpace
 from tuner.space import Config
@@ -74,7 +75,6 @@ def space(max_learning_rate: float = 2.0) -> SearchSpace:
 
 
 OBJECTIVES = ("accuracy", "loss")  # validation accuracy (maximized) or cross-entropy (minimized)
-DIVERGED_LOSS = 10.0  # validation cross-entropy of a diverged network (chance is ln 10 = 2.3)
 
 
 def measure(config: Config, epochs: int, subset: float = 1.0) -> tuple[float, float]:
@@ -103,13 +103,8 @@ def measure(config: Config, epochs: int, subset: float = 1.0) -> tuple[float, fl
             for _ in range(epochs):
                 model.partial_fit(x_train, y_train, classes=classes)
             proba = model.predict_proba(x_val)
-        if np.all(np.isfinite(proba)):
-            right = proba[np.arange(len(y_val)), np.searchsorted(classes, y_val)]
-            loss = float(-np.mean(np.log(np.clip(right, 1e-15, 1.0))))
-            accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y_val))
-            _CACHE[key] = (accuracy, min(loss, DIVERGED_LOSS))
-        else:
-            _CACHE[key] = (0.0, DIVERGED_LOSS)
+        ok = np.all(np.isfinite(proba))
+        _CACHE[key] = validation_scores(proba, y_val, classes) if ok else (0.0, DIVERGED_LOSS)
     return _CACHE[key]
 
 
