@@ -14,7 +14,7 @@ From jobs that ran to the end (status Completed, with an objective), this measur
 least ``MIN_JOBS`` jobs and room for one halving (step * eta <= the last step); None when there
 is none (then early stopping will mostly discard the eventual winners). The thresholds are the
 levels at which, in ``bench/early_stopping.py --fidelity``, a first rung stopped hurting
-Hyperband (README, "Early stopping").
+Hyperband (docs/benchmarks/early_stopping.md).
 """
 
 from __future__ import annotations

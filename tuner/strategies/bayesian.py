@@ -8,7 +8,7 @@ ties), a Matern 5/2 GP with MAP hyperparameters fitted incrementally, outlying l
 compressed, log expected improvement alternating with a trust-region step, constant liar for
 batches and running jobs (the predicted mean inside the trust region). It is the fastest to
 suggest (well under a second at 1,000 observations) and the best of the three on the problems of
-``bench/optimizers.py`` (README, Benchmarks).
+``bench/optimizers.py`` (docs/benchmarks/optimizers.md).
 
 ``engine="skopt"``: scikit-optimize's ``Optimizer`` (random initial points, expected
 improvement on 10,000 samples). Pending points are added to a copy of the model with a lie for
