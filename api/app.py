@@ -32,7 +32,7 @@ from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, TunerError
 from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
-from tuner.records import TuningJob, TuningStatus
+from tuner.records import TrainingStatus, TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
 from tuner.storage import Store
@@ -47,6 +47,8 @@ LOG_FILE = "log.txt"
 TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=63)]
 TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=81)]
 Format = Annotated[Literal["json", "html"], Query(description="json (default) or html")]
+SortKey = Literal["number", "name", "created", "status", "objective"]
+SortOrder = Literal["Ascending", "Descending"]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": schemas.Problem, "description": "the request breaks a rule (named)"},
@@ -229,9 +231,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response_model=list[schemas.TrainingJobOut],
         tags=["training jobs"],
     )
-    def list_training_jobs(name: TuningName) -> list[dict[str, Any]]:
-        """The tuning job's training jobs, by number."""
-        return [training_job_dict(j) for j in store.list_training_jobs(name)]
+    def list_training_jobs(
+        name: TuningName,
+        status: TrainingStatus | None = None,
+        sort_by: Annotated[
+            SortKey, Query(description="number (default), name, created, status or objective")
+        ] = "number",
+        sort_order: Annotated[
+            SortOrder | None, Query(description="default: Ascending, and for objective best first")
+        ] = None,
+        limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+        offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+    ) -> list[dict[str, Any]]:
+        """The tuning job's training jobs, by number unless ``sort_by`` says otherwise (ties by
+        number; jobs without an objective last when sorting by it), optionally of one status
+        and one page: at most ``limit`` from ``offset`` (a shorter page is the last one)."""
+        if sort_order is None and sort_by == "objective":
+            definition = store.get_tuning_job(name).definition
+            descending = definition.get("objective_type", "Maximize") == "Maximize"
+        else:
+            descending = sort_order == "Descending"
+        jobs = store.list_training_jobs(name, status, sort_by, descending, limit, offset)
+        return [training_job_dict(j) for j in jobs]
 
     @api.get("/tuning-jobs/{name}/fidelity", response_model=schemas.Fidelity, tags=["tuning jobs"])
     def tuning_job_fidelity(

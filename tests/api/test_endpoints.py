@@ -158,6 +158,55 @@ def test_list_filters_and_pages(http):
     assert [a["arm"] for a in compare["arms"]] == ["page-0", "page-1"]
 
 
+def test_training_jobs_sorted_filtered_and_paged(http):
+    http.post("/tuning-jobs", json=definition("sorted", max_jobs=5))
+    wait_status(http, "sorted", {"Completed"})
+
+    def listed(**params):
+        response = http.get("/tuning-jobs/sorted/training-jobs", params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    everything = listed()
+    assert [j["number"] for j in everything] == [1, 2, 3, 4, 5]
+    by_objective = sorted(everything, key=lambda j: (-j["objective"], j["number"]))
+    best_first = listed(sort_by="objective")  # Maximize: best first unless told otherwise
+    assert [j["name"] for j in best_first] == [j["name"] for j in by_objective]
+    assert [j["name"] for j in listed(sort_by="objective", limit=2)] == [
+        j["name"] for j in by_objective[:2]
+    ]
+    worst_first = listed(sort_by="objective", sort_order="Ascending", limit=3, offset=1)
+    assert [j["name"] for j in worst_first] == [j["name"] for j in by_objective[::-1][1:4]]
+    assert [j["number"] for j in listed(sort_by="name", sort_order="Descending")] == [5, 4, 3, 2, 1]
+    assert len(listed(status="Completed")) == 5 and listed(status="Failed") == []
+    assert listed(offset=5) == []
+
+    for params, value in [
+        ({"sort_by": "speed"}, "speed"),
+        ({"sort_order": "down"}, "down"),
+        ({"status": "Done"}, "Done"),
+        ({"limit": 0}, "0"),
+        ({"offset": -1}, "-1"),
+    ]:
+        bad = http.get("/tuning-jobs/sorted/training-jobs", params=params)
+        assert bad.status_code == 422, bad.text
+        assert value in bad.text and next(iter(params)) in bad.text
+    assert (
+        http.get("/tuning-jobs/nope/training-jobs", params={"sort_by": "objective"}).status_code
+        == 404
+    )
+    assert len(listed()) == 5  # nothing lost
+
+
+def test_the_rest_api_sorts_by_what_the_store_sorts_by():
+    from typing import get_args
+
+    from api.app import SortKey
+    from tuner.storage.store import TRAINING_SORT_KEYS
+
+    assert set(get_args(SortKey)) == set(TRAINING_SORT_KEYS)
+
+
 def test_stop_over_http(http):
     http.post("/tuning-jobs", json=definition("stop-me", sleep=60))
     deadline = time.monotonic() + 30

@@ -63,6 +63,41 @@ def test_training_job_lifecycle(store):
     assert store.count_training_jobs("t") == 2
 
 
+def test_training_jobs_sorted_filtered_and_paged(store):
+    store.create_tuning_job("t", DEFINITION)
+    store.create_tuning_job("other", DEFINITION)
+    store.create_training_job("other", 1, {})
+    ends = {1: 0.5, 2: None, 3: 0.9, 4: 0.7, 5: 0.9}  # 2 fails; 6 is still pending
+    for number, objective in ends.items():
+        job = store.create_training_job("t", number, {"lr": number / 10})
+        status = TrainingStatus.FAILED if objective is None else TrainingStatus.COMPLETED
+        store.finish_training_job(job.name, status, objective)
+    store.create_training_job("t", 6, {"lr": 0.6})
+
+    def numbers(**how):
+        return [j.number for j in store.list_training_jobs("t", **how)]
+
+    assert numbers() == [1, 2, 3, 4, 5, 6]
+    # best first for Maximize; ties by number; jobs without an objective last either way
+    assert numbers(sort_by="objective", descending=True) == [5, 3, 4, 1, 6, 2]
+    assert numbers(sort_by="objective") == [1, 4, 3, 5, 2, 6]
+    assert numbers(sort_by="objective", descending=True, limit=2) == [5, 3]
+    assert numbers(sort_by="objective", descending=True, limit=2, offset=2) == [4, 1]
+    assert numbers(sort_by="objective", limit=10, offset=5) == [6]
+    assert numbers(status=TrainingStatus.COMPLETED, sort_by="objective") == [1, 4, 3, 5]
+    assert numbers(status=TrainingStatus.FAILED) == [2]
+    assert numbers(status=TrainingStatus.STOPPED) == []
+    assert numbers(sort_by="status") == [1, 3, 4, 5, 2, 6]  # Completed, Failed, Pending
+    assert numbers(sort_by="name", descending=True) == [6, 5, 4, 3, 2, 1]
+    assert numbers(sort_by="created", descending=True, limit=1) == [6]
+    with pytest.raises(ValidationError, match=r"sort_by must be one of .*, got 'speed'"):
+        store.list_training_jobs("t", sort_by="speed")
+    with pytest.raises(ValidationError, match="limit and offset must be >= 0, got limit=-1"):
+        store.list_training_jobs("t", limit=-1)
+    with pytest.raises(NotFoundError):
+        store.list_training_jobs("nope", sort_by="objective")
+
+
 def test_training_numbers_are_unique_within_a_tuning_job(store):
     store.create_tuning_job("t", DEFINITION)
     store.create_training_job("t", 1, {})

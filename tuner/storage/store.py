@@ -6,7 +6,8 @@ Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL)
 - Names are unique: creating a tuning job under a taken name raises ``ValidationError``;
   asking for a missing one raises ``NotFoundError``. Training job numbers are unique within
   their tuning job, and their names are ``<tuning job>-<number:03d>``.
-- Training jobs are listed by number, tuning jobs newest first; metric points by ``seq``.
+- Training jobs are listed by number (or sorted and filtered as asked), tuning jobs newest
+  first; metric points by ``seq``.
 - Metric values round-trip exactly, ``nan`` and ``inf`` included.
 - Leases: a tuning job is run by at most one process at a time. ``claim_tuning_job`` takes
   it atomically (only when it has not ended and its lease is free, expired or already the
@@ -44,6 +45,15 @@ from tuner.records import (
 from tuner.storage.models import Base, MetricPointRow, TrainingJobRow, TuningJobRow
 
 DEFAULT_DATABASE_URL = "sqlite:///tuner-runs/tuner.db"
+# What training jobs can be listed by (``Store.list_training_jobs``): SageMaker's SortBy values
+# are Name, CreationTime, Status and FinalObjectiveMetricValue.
+TRAINING_SORT_KEYS = {
+    "number": TrainingJobRow.number,
+    "name": TrainingJobRow.name,
+    "created": TrainingJobRow.created_at,
+    "status": TrainingJobRow.status,
+    "objective": TrainingJobRow.objective,
+}
 
 
 def default_url() -> str:
@@ -400,17 +410,42 @@ class Store:
             row = self._training_row(session, name)
             return _training(row, row.tuning_job.name)
 
-    def list_training_jobs(self, tuning_job_name: str) -> list[TrainingJob]:
+    def list_training_jobs(
+        self,
+        tuning_job_name: str,
+        status: TrainingStatus | None = None,
+        sort_by: str = "number",
+        descending: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[TrainingJob]:
+        """A tuning job's training jobs, by number unless ``sort_by`` (one of
+        ``TRAINING_SORT_KEYS``) says otherwise, ties by number; jobs without an objective come
+        last in either direction when sorting by it. ``status`` keeps one status; ``limit`` and
+        ``offset`` page (a page shorter than ``limit`` is the last). Raises ``ValidationError``
+        for an unknown ``sort_by`` or a negative ``limit`` or ``offset``."""
+        if sort_by not in TRAINING_SORT_KEYS:
+            raise ValidationError(
+                f"sort_by must be one of {', '.join(TRAINING_SORT_KEYS)}, got {sort_by!r}"
+            )
+        if (limit is not None and limit < 0) or offset < 0:
+            raise ValidationError(f"limit and offset must be >= 0, got {limit=}, {offset=}")
+        column = TRAINING_SORT_KEYS[sort_by]
+        order = column.desc() if descending else column.asc()
+        number = TrainingJobRow.number.desc() if descending else TrainingJobRow.number.asc()
         with self._session() as session:
             tuning = self._tuning_row(session, tuning_job_name)
             # Plain rows of the table's columns, not ORM objects: building and tracking an
             # object per job was most of the time for a large tuning job (the dashboard polls
             # this); ``_training`` reads the same attribute names from either.
-            rows = session.execute(
-                select(*TrainingJobRow.__table__.columns)
-                .where(TrainingJobRow.tuning_job_id == tuning.id)
-                .order_by(TrainingJobRow.number)
+            query = select(*TrainingJobRow.__table__.columns).where(
+                TrainingJobRow.tuning_job_id == tuning.id
             )
+            if status is not None:
+                query = query.where(TrainingJobRow.status == TrainingStatus(status).value)
+            if column is not TrainingJobRow.number:
+                query = query.order_by(order.nulls_last())
+            rows = session.execute(query.order_by(number).offset(offset).limit(limit))
             return [_training(r, tuning_job_name) for r in rows]  # type: ignore[arg-type]
 
     def count_training_jobs(self, tuning_job_name: str) -> int:
