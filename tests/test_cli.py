@@ -79,6 +79,12 @@ def test_run_list_describe_export(tmp_path):
 
     described = json.loads(tuner(tmp_path, "describe", "cli-1", "--json").stdout)
     assert described["training_job_status_counters"]["Completed"] == 4
+    top = tuner(tmp_path, "describe", "cli-1", "--top", "2").stdout
+    assert "top 2:" in top and len(re.findall(r"^ +cli-1-00\d ", top, re.M)) == 2
+    everything = tuner(tmp_path, "describe", "cli-1", "--top", "10").stdout
+    assert "top 4:" in everything
+    refused = tuner(tmp_path, "describe", "cli-1", "--top", "-1")
+    assert refused.returncode == 2 and "--top must be >= 0, got -1" in refused.stderr
 
     exported = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path / "jobs.csv"))
     assert exported.returncode == 0

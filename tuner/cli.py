@@ -256,7 +256,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(tuner.describe(), indent=2, default=str))
     else:
-        print(summary(tuner))
+        if args.top < 0:
+            print(f"tuner: --top must be >= 0, got {args.top}", file=sys.stderr)
+            return 2
+        print(summary(tuner, top=args.top))
     return 0
 
 
@@ -451,6 +454,9 @@ def parser() -> argparse.ArgumentParser:
     describe = sub.add_parser("describe", help="status, counters and best job of a tuning job")
     describe.add_argument("name")
     describe.add_argument("--json", action="store_true")
+    describe.add_argument(
+        "--top", type=int, default=5, help="how many of the best training jobs to list (default 5)"
+    )
     describe.set_defaults(func=cmd_describe)
 
     resume = sub.add_parser(
