@@ -4,8 +4,10 @@ between the rare runs on a GPU machine."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,21 @@ def test_a_failing_step_makes_the_check_fail(tmp_path):
     assert report.ok
     report.missing("(c) packing", "total images/s", "trial 2 exited with code 1")
     assert not report.ok and report.rows[-1].note == "trial 2 exited with code 1"
+
+
+def _names(words: str) -> set[str]:
+    return {
+        re.split(r"[<>=\[ ]", w, maxsplit=1)[0].lower().replace("_", "-") for w in words.split()
+    }
+
+
+def test_the_device_wheels_cover_every_core_dependency():
+    """A GPU machine has PyTorch and no package index: every core dependency of pyproject.toml
+    must be on its image or among the wheels ``bench/device_wheels.sh`` fetches (google-re2,
+    added for the metric regexes, once was neither, so the GPU check would not have imported)."""
+    script = (ROOT / "bench" / "device_wheels.sh").read_text()
+    lists = dict(re.findall(r'^(on_image|wheels)="([^"]*)"', script, re.M))
+    covered = _names(lists["on_image"]) | _names(lists["wheels"])
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    missing = _names(" ".join(d.replace(" ", "") for d in core)) - covered
+    assert not missing, f"core dependencies neither on the device image nor fetched: {missing}"
