@@ -246,11 +246,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The tuning job's training jobs, by number unless ``sort_by`` says otherwise (ties by
         number; jobs without an objective last when sorting by it), optionally of one status
         and one page: at most ``limit`` from ``offset`` (a shorter page is the last one)."""
-        if sort_order is None and sort_by == "objective":
-            definition = store.get_tuning_job(name).definition
-            descending = definition.get("objective_type", "Maximize") == "Maximize"
-        else:
-            descending = sort_order == "Descending"
+        descending = None if sort_order is None else sort_order == "Descending"
         jobs = store.list_training_jobs(name, status, sort_by, descending, limit, offset)
         return [training_job_dict(j) for j in jobs]
 

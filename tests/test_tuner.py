@@ -84,6 +84,22 @@ def test_minimize_picks_the_lowest(tmp_path):
     best = tuner.best_training_job()
     assert best is not None
     assert best.objective == min(j.objective for j in tuner.training_jobs())
+    lowest_first = sorted(tuner.training_jobs(), key=lambda j: (j.objective, j.number))
+    assert tuner.training_jobs(sort_by="objective") == lowest_first  # best first: Minimize
+    assert (
+        tuner.training_jobs(sort_by="objective", sort_order="Descending", limit=2)
+        == (lowest_first[::-1][:2])
+    )
+    assert tuner.training_jobs(status="Completed", offset=1) == tuner.training_jobs()[1:]
+    assert tuner.training_jobs(status="Failed") == []
+    for bad, message in [
+        ({"sort_by": "speed"}, "sort_by must be one of number, name, created, status, objective"),
+        ({"sort_order": "down"}, "sort_order must be Ascending or Descending"),
+        ({"status": "Done"}, "status must be one of Pending, InProgress, .*, got 'Done'"),
+        ({"limit": 0}, "limit must be >= 1"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            tuner.training_jobs(**bad)
 
 
 def test_attach_sees_the_same_tuning_job(tmp_path):

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from tuner.errors import NotFoundError, TunerError, ValidationError
-from tuner.records import TrainingJob
+from tuner.records import TrainingJob, TrainingStatus
 from tuner.summary import training_job_from_dict
 
 
@@ -55,10 +55,27 @@ class ServiceClient:
         result: dict[str, Any] = self._call("GET", f"/tuning-jobs/{name}")
         return result
 
-    def training_jobs(self, name: str) -> list[TrainingJob]:
+    def training_jobs(
+        self,
+        name: str,
+        status: TrainingStatus | None = None,
+        sort_by: str = "number",
+        sort_order: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[TrainingJob]:
+        """As ``HyperparameterTuner.training_jobs`` (the service sorts, filters and pages)."""
+        asked = {
+            "status": None if status is None else status.value,
+            "sort_by": sort_by,
+            "sort_order": sort_order,
+            "limit": limit,
+            "offset": offset,
+        }
+        params = {k: v for k, v in asked.items() if v is not None}
         return [
             training_job_from_dict(d)
-            for d in self._call("GET", f"/tuning-jobs/{name}/training-jobs")
+            for d in self._call("GET", f"/tuning-jobs/{name}/training-jobs", params=params)
         ]
 
     def stop(self, name: str) -> dict[str, Any]:

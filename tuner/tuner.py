@@ -33,7 +33,7 @@ from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
-from tuner.records import TrainingJob, TuningStatus
+from tuner.records import TrainingJob, TrainingStatus, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
 from tuner.summary import best_of, describe
@@ -415,11 +415,32 @@ class HyperparameterTuner:
         """The completed training job with the best objective (earliest on ties), or None."""
         return best_of(self.training_jobs(), self.definition.maximize)
 
-    def training_jobs(self) -> list[TrainingJob]:
+    def training_jobs(
+        self,
+        status: TrainingStatus | str | None = None,
+        sort_by: str = "number",
+        sort_order: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[TrainingJob]:
+        """The training jobs, by number; or sorted and filtered as SageMaker's
+        ``ListTrainingJobsForHyperParameterTuningJob`` does: ``sort_by`` one of number, name,
+        created, status, objective (best first unless ``sort_order`` is "Ascending" or
+        "Descending"; jobs without an objective last), one ``status``, and a page of ``limit``
+        from ``offset``. Raises ``ValidationError`` for a value outside these."""
         name = self._require_name()
+        if sort_order not in (None, "Ascending", "Descending"):
+            raise ValidationError(
+                f"sort_order must be Ascending or Descending (or None), got {sort_order!r}"
+            )
+        if status is not None and status not in set(TrainingStatus):
+            allowed = ", ".join(s.value for s in TrainingStatus)
+            raise ValidationError(f"status must be one of {allowed}, got {status!r}")
+        status = None if status is None else TrainingStatus(status)
         if self.client is not None:
-            return self.client.training_jobs(name)
-        return self.store.list_training_jobs(name)
+            return self.client.training_jobs(name, status, sort_by, sort_order, limit, offset)
+        descending = None if sort_order is None else sort_order == "Descending"
+        return self.store.list_training_jobs(name, status, sort_by, descending, limit, offset)
 
     def analytics(self) -> TuningJobAnalytics:
         name = self._require_name()

@@ -401,6 +401,11 @@ def test_python_api_against_the_service(server):
     assert tuner.describe()["status"] == "Completed"
     assert tuner.best_training_job().objective == max(j.objective for j in tuner.training_jobs())
     assert len(tuner.analytics().dataframe()) == 3
+    best_first = tuner.training_jobs(sort_by="objective", limit=2)  # the service sorts
+    assert best_first == sorted(tuner.training_jobs(), key=lambda j: -(j.objective or 0))[:2]
+    assert tuner.training_jobs(status="Failed") == []
+    with pytest.raises(ValidationError, match="speed"):
+        tuner.training_jobs(sort_by="speed")
     again = HyperparameterTuner.attach(
         "py-client", service_url=server.url, service_token="test-token-0123456789"
     )

@@ -78,13 +78,19 @@ def test_training_jobs_sorted_filtered_and_paged(store):
         return [j.number for j in store.list_training_jobs("t", **how)]
 
     assert numbers() == [1, 2, 3, 4, 5, 6]
-    # best first for Maximize; ties by number; jobs without an objective last either way
+    # best first unless told (Maximize here); ties by number; no objective last either way
+    assert numbers(sort_by="objective") == [5, 3, 4, 1, 6, 2]
     assert numbers(sort_by="objective", descending=True) == [5, 3, 4, 1, 6, 2]
-    assert numbers(sort_by="objective") == [1, 4, 3, 5, 2, 6]
-    assert numbers(sort_by="objective", descending=True, limit=2) == [5, 3]
-    assert numbers(sort_by="objective", descending=True, limit=2, offset=2) == [4, 1]
-    assert numbers(sort_by="objective", limit=10, offset=5) == [6]
-    assert numbers(status=TrainingStatus.COMPLETED, sort_by="objective") == [1, 4, 3, 5]
+    assert numbers(sort_by="objective", descending=False) == [1, 4, 3, 5, 2, 6]
+    assert numbers(sort_by="objective", limit=2) == [5, 3]
+    assert numbers(sort_by="objective", limit=2, offset=2) == [4, 1]
+    assert numbers(sort_by="objective", descending=False, limit=10, offset=5) == [6]
+    assert numbers(status=TrainingStatus.COMPLETED, sort_by="objective") == [5, 3, 4, 1]
+    store.create_tuning_job("low", {**DEFINITION, "objective_type": "Minimize"})
+    for number, objective in {1: 0.3, 2: 0.1, 3: 0.2}.items():
+        job = store.create_training_job("low", number, {})
+        store.finish_training_job(job.name, TrainingStatus.COMPLETED, objective)
+    assert [j.number for j in store.list_training_jobs("low", sort_by="objective")] == [2, 3, 1]
     assert numbers(status=TrainingStatus.FAILED) == [2]
     assert numbers(status=TrainingStatus.STOPPED) == []
     assert numbers(sort_by="status") == [1, 3, 4, 5, 2, 6]  # Completed, Failed, Pending
@@ -92,8 +98,8 @@ def test_training_jobs_sorted_filtered_and_paged(store):
     assert numbers(sort_by="created", descending=True, limit=1) == [6]
     with pytest.raises(ValidationError, match=r"sort_by must be one of .*, got 'speed'"):
         store.list_training_jobs("t", sort_by="speed")
-    with pytest.raises(ValidationError, match="limit and offset must be >= 0, got limit=-1"):
-        store.list_training_jobs("t", limit=-1)
+    with pytest.raises(ValidationError, match="limit must be >= 1 and offset >= 0, got limit=0"):
+        store.list_training_jobs("t", limit=0)
     with pytest.raises(NotFoundError):
         store.list_training_jobs("nope", sort_by="objective")
 

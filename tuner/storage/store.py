@@ -415,26 +415,31 @@ class Store:
         tuning_job_name: str,
         status: TrainingStatus | None = None,
         sort_by: str = "number",
-        descending: bool = False,
+        descending: bool | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[TrainingJob]:
         """A tuning job's training jobs, by number unless ``sort_by`` (one of
-        ``TRAINING_SORT_KEYS``) says otherwise, ties by number; jobs without an objective come
-        last in either direction when sorting by it. ``status`` keeps one status; ``limit`` and
-        ``offset`` page (a page shorter than ``limit`` is the last). Raises ``ValidationError``
-        for an unknown ``sort_by`` or a negative ``limit`` or ``offset``."""
+        ``TRAINING_SORT_KEYS``) says otherwise, ties by number; by objective, ``descending``
+        None means best first (by the definition's ``objective_type``) and jobs without an
+        objective come last in either direction; otherwise None means ascending. ``status``
+        keeps one status; ``limit`` and ``offset`` page (a page shorter than ``limit`` is the
+        last). Raises ``ValidationError`` for an unknown ``sort_by``, a ``limit`` below 1 or a
+        negative ``offset``."""
         if sort_by not in TRAINING_SORT_KEYS:
             raise ValidationError(
                 f"sort_by must be one of {', '.join(TRAINING_SORT_KEYS)}, got {sort_by!r}"
             )
-        if (limit is not None and limit < 0) or offset < 0:
-            raise ValidationError(f"limit and offset must be >= 0, got {limit=}, {offset=}")
+        if (limit is not None and limit < 1) or offset < 0:
+            raise ValidationError(f"limit must be >= 1 and offset >= 0, got {limit=}, {offset=}")
         column = TRAINING_SORT_KEYS[sort_by]
-        order = column.desc() if descending else column.asc()
-        number = TrainingJobRow.number.desc() if descending else TrainingJobRow.number.asc()
         with self._session() as session:
             tuning = self._tuning_row(session, tuning_job_name)
+            if descending is None:
+                maximize = tuning.definition.get("objective_type", "Maximize") == "Maximize"
+                descending = sort_by == "objective" and maximize
+            order = column.desc() if descending else column.asc()
+            number = TrainingJobRow.number.desc() if descending else TrainingJobRow.number.asc()
             # Plain rows of the table's columns, not ORM objects: building and tracking an
             # object per job was most of the time for a large tuning job (the dashboard polls
             # this); ``_training`` reads the same attribute names from either.
