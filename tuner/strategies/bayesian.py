@@ -214,6 +214,7 @@ class BayesianStrategy(Strategy):
         super().warm_start(observations, first, prior)
         if self.engine == "native" and observations:
             self._native.exploit_next = WARM_EXPLOIT
+            self._native.inherited = len(self._native.y)
 
     def _prior(self, config: Config, loss: float) -> None:
         """TransferLearning parents' results: the native engine models them as a prior (scaled
@@ -243,6 +244,11 @@ class BayesianStrategy(Strategy):
             done = self._study().get_trials(deepcopy=False) if self._optuna else []
             return {"observations": sum(t.value is not None for t in done), "engine": "optuna"}
         if self.engine == "native":
-            return {"observations": len(self._native.y), "engine": "native", "lie": self.lie}
+            return {
+                "observations": len(self._native.y),
+                "engine": "native",
+                "lie": self.lie,
+                "restarts": self._native.restarts,
+            }
         self._flush()
         return {"observations": len(self._optimizer.yi), "lie": self.lie}

@@ -29,6 +29,18 @@ the same points.
   half a length scale wide in each dimension (a trust region, as in TuRBO: Eriksson et al.,
   NeurIPS 2019). That makes the search converge inside the basin it has found, which expected
   improvement alone does slowly, while the other half keeps exploring.
+- Restarts (as TuRBO restarts a collapsed trust region, Eriksson et al., NeurIPS 2019): a
+  search has converged once its last ``RESTART_WINDOW`` results improved its best by less than
+  ``RESTART_TOLERANCE`` times the distance from its median loss to its best, after at least
+  ``RESTART_MIN`` results of its own (and ``RESTART_BATCHES`` of the largest batch asked for).
+  Then a new search begins: ``RESTART_POINTS`` Sobol points, then a model fitted afresh on the
+  new search's results only. The converged search's results stay recorded (its best stays the
+  best) but are no longer modelled, so a run caught in a local basin gets a fresh attempt
+  instead of refining the basin it knows (on Hartmann-6, sequentially, runs ending in a local
+  basin fell from 52 to 25 of 160; ``docs/benchmarks/optimizers.md``). Results told before the
+  search began (a warm start's, ``inherited``) belong to the first search but do not count
+  towards its minimum. Which results begin a search depends only on the sequence of results and
+  the batch size, so replaying them gives the same searches.
 - ``exploit_next``: that many model-based suggestions (set after a warm start from exact
   observations of the same objective) come first, each minimising the predicted mean inside
   the trust region: the model's best bet near the best result so far, with no exploration
@@ -74,6 +86,14 @@ EXPLOIT_BETA = 0.0  # the same for the ``exploit_next`` suggestions: the predict
 BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
 OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
+# A search has converged when its last RESTART_WINDOW results improved its best by less than
+# RESTART_TOLERANCE times the distance from its median loss to its best, after at least
+# RESTART_MIN results of its own and RESTART_BATCHES batches of the largest size asked for.
+RESTART_WINDOW = 14
+RESTART_TOLERANCE = 0.003
+RESTART_MIN = 30
+RESTART_BATCHES = 6
+RESTART_POINTS = 5  # Sobol points that open a restarted search
 
 
 class GPSearch:
@@ -104,6 +124,11 @@ class GPSearch:
         self._model_asks = 0
         self.exploit_next = 0  # model-based suggestions to make by exploitation first
         self._sobol = qmc.Sobol(dimensions, scramble=True, seed=rng)
+        self.inherited = 0  # results told before the search began (a warm start's), see restarts
+        self._since = 0  # own results before this index belong to converged searches
+        self._scanned = 0  # results the restart rule has looked at
+        self._batch = 1  # the largest batch asked for (pending points included)
+        self.restarts = 0
 
     def tell(self, x: np.ndarray, loss: float) -> None:
         self.x.append(np.asarray(x, dtype=float))
@@ -125,13 +150,19 @@ class GPSearch:
         busy = [np.asarray(p, dtype=float) for p in pending]
         out: list[np.ndarray] = []
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
+        self._batch = max(self._batch, n + len(busy))
+        self._scan_for_convergence()
         # While every loss is tied the model is flat, and expected improvement on a flat model
         # chases its uncertainty into the corners: the Sobol sequence goes on instead.
-        modelled = self.y + (self.prior_y if len(self.y) < self.prior_until else [])
+        searched = self.y[self._since :]
+        modelled = searched + (self.prior_y if self._prior_modelled() else [])
         tied = len(set(modelled)) < 2
         for _ in range(n):
-            known = len(self.y) + len(self.prior_y)
-            if known + len(busy) < self.n_initial_points or tied:
+            if self._since:
+                opening = len(searched) + len(busy) < RESTART_POINTS
+            else:
+                opening = len(self.y) + len(self.prior_y) + len(busy) < self.n_initial_points
+            if opening or tied:
                 point = self._sobol_points(1)[0]
             else:
                 if model is None:
@@ -140,6 +171,24 @@ class GPSearch:
             out.append(point)
             busy.append(point)
         return out
+
+    def _scan_for_convergence(self) -> None:
+        """Move the search's start past every point at which it had converged (see the
+        contract): a pure function of the sequence of results, so replaying them gives the same
+        searches whenever the asks came."""
+        while self._scanned < len(self.y):
+            self._scanned += 1
+            start = self._since
+            losses = np.array(self.y[start : self._scanned])
+            made = self._scanned - max(start, self.inherited)
+            least = max(RESTART_MIN, RESTART_BATCHES * self._batch, RESTART_WINDOW + 1)
+            if made < least:
+                continue
+            best = float(losses.min())
+            gain = float(losses[:-RESTART_WINDOW].min()) - best
+            if gain < RESTART_TOLERANCE * (float(np.median(losses)) - best):
+                self._since, self._theta, self._model_asks = self._scanned, None, 0
+                self.restarts += 1
 
     def _sobol_points(self, n: int) -> np.ndarray:
         with warnings.catch_warnings():
@@ -165,17 +214,22 @@ class GPSearch:
 
     def _points(self) -> tuple[np.ndarray, np.ndarray]:
         """Own results and prior results, with their scaled losses (see the contract)."""
-        own = np.array(self.y)
-        if not self.prior_y or len(own) >= self.prior_until:
-            return np.array(self.x), self._scale(own)
+        own = np.array(self.y[self._since :])
+        if not self._prior_modelled():
+            return np.array(self.x[self._since :]), self._scale(own)
         prior = np.array(self.prior_y)
         if len(own) >= OWN_SCALE_AFTER:
             own_scaled = self._scale(own)
         else:
             spread = float(prior.std()) or 1.0
             own_scaled = (own - float(np.median(prior))) / spread
-        x = np.array(self.prior_x + self.x).reshape(-1, self.dimensions)
+        x = np.array(self.prior_x + self.x[self._since :]).reshape(-1, self.dimensions)
         return x, np.concatenate([self._scale(prior), own_scaled])
+
+    def _prior_modelled(self) -> bool:
+        """Prior results are modelled until ``prior_until`` own results, and never after a
+        restart."""
+        return bool(self.prior_y) and not self._since and len(self.y) < self.prior_until
 
     def _subset(self, x: np.ndarray, y: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """At most ``size`` observations: the best third and a random rest."""
