@@ -8,7 +8,8 @@ from scipy.optimize import approx_fprime
 from scipy.stats import norm
 
 from bench.optimizers import PROBLEMS, ours
-from tuner.strategies import gp
+from tuner import ContinuousParameter, SearchSpace
+from tuner.strategies import gp, make_strategy
 from tuner.strategies.gaussian_process import (
     GaussianProcess,
     Prior,
@@ -287,6 +288,20 @@ def test_a_warm_start_s_observations_do_not_count_towards_convergence():
     search.tell(rng.random(2), 0.45)
     search.ask(1, [])
     assert search.restarts == 1
+
+
+def test_the_bayesian_strategy_counts_restarts_and_a_warm_start_is_inherited():
+    space = SearchSpace({"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)})
+    strategy = make_strategy("Bayesian", space, maximize=False, seed=3)
+    parents = [({"x": 0.02 * k, "y": 0.5}, loss) for k, loss in enumerate(_stalled(40))]
+    strategy.warm_start(parents)
+    assert strategy._native.inherited == 40
+    for _ in range(gp.RESTART_MIN):
+        (config,) = strategy.ask(1)
+        assert strategy.describe()["restarts"] == 0
+        strategy.tell(config, 0.45)
+    strategy.ask(1)
+    assert strategy.describe()["restarts"] == 1  # after RESTART_MIN of its own, not before
 
 
 @pytest.mark.parametrize("seed", [300, 309, 317])
