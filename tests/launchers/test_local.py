@@ -51,8 +51,13 @@ def test_recover_takes_a_job_that_ran_and_ended_meanwhile_as_ended(tmp_path):
 
 
 def test_a_reattached_job_that_fails_keeps_its_exit_code(tmp_path):
-    """The tuner that started the job is gone; the job then exits with code 3 (or a signal)."""
-    for code, expected in (("raise SystemExit(3)", 3), ("import os; os.abort()", -6)):
+    """The tuner that started the job is gone; the job then exits with code 3 or is killed by a
+    signal (SIGABRT; SIGKILL, as the kernel's out-of-memory killer sends it)."""
+    for code, expected in (
+        ("raise SystemExit(3)", 3),
+        ("import os; os.abort()", -6),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -9),
+    ):
         job = spec(tmp_path / str(expected), f"import time; time.sleep(0.5); {code}")
         first = LocalLauncher()
         handle = first.start(job)

@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
     code = child.wait()
     _keep(status_file, code)
     if code < 0:  # end the way the job ended, so a watching parent sees the same signal
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # their action cannot be changed
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 
