@@ -116,6 +116,19 @@ def test_max_failed_jobs_fails_the_tuning_job_with_the_reason(tmp_path, database
     assert "last log line: 'done'" in jobs[0].failure_reason
 
 
+def test_a_job_killed_by_a_signal_fails_naming_it(tmp_path, sqlite_url):
+    """SIGKILL, as the kernel's out-of-memory killer sends it: the job fails with the signal's
+    number and name, though it reported its objective."""
+    tuner = make_tuner(tmp_path, sqlite_url, {"kill_signal": 9}, max_jobs=1)
+    tuner.fit()
+    (job,) = tuner.training_jobs()
+    assert job.status is TrainingStatus.FAILED
+    assert job.failure_reason == (
+        "killed by signal 9 (SIGKILL; the kernel's out-of-memory killer sends this one); "
+        "last log line: 'done'"
+    )
+
+
 def test_a_job_that_never_reports_the_objective_fails_with_that_reason(tmp_path, sqlite_url):
     tuner = make_tuner(tmp_path, sqlite_url, {"no_metric": "true"}, max_jobs=1)
     tuner.fit()

@@ -17,12 +17,27 @@ full reason of the group is its example.
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from tuner.records import TrainingJob, TrainingStatus
 
 NO_SUCCESS_ATTEMPTS = 5
 LAST_LINE = "; last log line:"
+
+
+def exit_reason(code: int) -> str:
+    """Why a job whose program ended with ``code`` (non-zero; negative for a signal, as
+    ``subprocess`` reports it) failed: ``"exited with code 3"``, ``"killed by signal 9
+    (SIGKILL; the kernel's out-of-memory killer sends this one)"``."""
+    if code > 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    hint = "; the kernel's out-of-memory killer sends this one" if -code == signal.SIGKILL else ""
+    return f"killed by signal {-code} ({name}{hint})"
 
 
 def _general(job: TrainingJob) -> str:

@@ -56,7 +56,7 @@ from typing import Any
 from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, TunerError
-from tuner.failures import NO_SUCCESS_ATTEMPTS, no_success_reason
+from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
 from tuner.launchers.slots import jobs_per_gpu_for
@@ -473,7 +473,7 @@ class Scheduler:
             outcome = TrainingStatus.FAILED
             reason = f"its exit status could not be read after the tuner re-attached to it{last}"
         elif exit_code != 0:
-            outcome, reason = TrainingStatus.FAILED, f"exited with code {exit_code}{last}"
+            outcome, reason = TrainingStatus.FAILED, f"{exit_reason(exit_code)}{last}"
         elif objective is None:
             outcome = TrainingStatus.FAILED
             reason = (

@@ -21,6 +21,7 @@ parser.add_argument("--y", type=float, default=0.5)
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--exit_code", type=int, default=0)
+parser.add_argument("--kill_signal", type=int, default=0)  # ends killed by it, e.g. 9 as on OOM
 parser.add_argument("--no_metric", default="false")
 parser.add_argument("--nan", default="false")
 parser.add_argument("--ignore_sigterm", default="false")
@@ -57,4 +58,6 @@ print("done", file=sys.stderr, flush=True)
 if out:
     with open(os.path.join(out, "times.json"), "w") as f:
         json.dump({"start": start, "end": time.time()}, f)
+if args.kill_signal:
+    os.kill(os.getpid(), args.kill_signal)
 sys.exit(args.exit_code)

@@ -17,7 +17,14 @@ from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
 from tuner import TrainingStatus, TuningJobDefinition
 from tuner.launchers import LaunchSpec
-from tuner.launchers.slurm import SlurmLauncher, _epoch, _expand_indices, _fields, sbatch_resources
+from tuner.launchers.slurm import (
+    SlurmLauncher,
+    _epoch,
+    _exit_code,
+    _expand_indices,
+    _fields,
+    sbatch_resources,
+)
 from tuner.launchers.tracked import HANDLE_FILE
 from tuner.reports import build
 from tuner.reports.render import arm_table
@@ -246,6 +253,9 @@ def test_slurm_text_helpers():
     with pytest.raises(Exception, match=r"whole number of shards, got 1\.5"):
         sbatch_resources(0.5, 3)
     assert _expand_indices("0,2-3") == ["0", "2", "3"]
+    assert _exit_code("3:0", "FAILED") == 3 and _exit_code("0:15", "CANCELLED") == -15
+    assert _exit_code("0:125", "OUT_OF_MEMORY") == -9  # the memory limit's kill is SIGKILL
+    assert _exit_code("", "FAILED") is None
     record = _fields("JobId=7 JobName=a Command=/x.sh --lr 0.1 WorkDir=/w")
     assert record["JobId"] == "7" and record["Command"] == "/x.sh --lr 0.1"
     with pytest.raises(Exception, match="slurm_options must be long sbatch options"):

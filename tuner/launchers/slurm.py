@@ -77,8 +77,12 @@ def _fields(line: str) -> dict[str, str]:
     return out
 
 
-def _exit_code(text: str) -> int | None:
-    """Slurm's ``status:signal`` as one code: the status, or -signal when a signal ended it."""
+def _exit_code(text: str, state: str = "") -> int | None:
+    """Slurm's ``status:signal`` as one code: the status, or -signal when a signal ended it; a
+    job in state ``OUT_OF_MEMORY`` was killed by SIGKILL (as Docker's ``OOMKilled``), whatever
+    its ``ExitCode`` says (often ``0:125``)."""
+    if state == "OUT_OF_MEMORY":
+        return -signal.SIGKILL
     status, _, sig = text.partition(":")
     if not status.isdigit():
         return None
@@ -174,7 +178,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if done.returncode != 0 or "|" not in line:
             return None
         state, code = line.split("|", 1)
-        return state.split()[0], _exit_code(code)
+        return state.split()[0], _exit_code(code, state.split()[0])
 
     # The launcher contract
 
@@ -242,7 +246,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
                 job.gpus = _expand_indices(match.group(1))
             if job.state in ACTIVE:
                 return
-            job.exit_code = _exit_code(record.get("ExitCode", ""))
+            job.exit_code = _exit_code(record.get("ExitCode", ""), job.state)
             job.ended_at = _epoch(record.get("EndTime", ""))
         else:  # aged out of scontrol: ask accounting, else the log decides
             accounted = self._accounted(job.job_id)
