@@ -128,6 +128,33 @@ def test_a_job_that_ran_past_max_runtime_unwatched_fails_as_timed_out(tmp_path, 
     assert reason.endswith("s and ended by itself before the tuner could stop it"), reason
 
 
+def test_a_job_that_ended_unwatched_keeps_its_own_end_time(tmp_path, sqlite_url):
+    """The job ended while no tuner watched it; the tuner that re-attaches later records when it
+    ended (its wrapper's), so its duration and compute leave out the time nobody watched."""
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=0.5, max_jobs=1, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True]
+    )
+    detach.set()
+    thread.join(10)
+    workdir = Path(store.list_training_jobs("resume")[0].workdir or "")
+    wait_for(lambda: (workdir / "exit_code").exists())
+    ended = (workdir / "exit_code").stat().st_mtime
+    time.sleep(2.0)  # nobody watches
+    assert store.claim_tuning_job("resume", "second", ttl=30)
+    Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
+    job = store.list_training_jobs("resume")[0]
+    assert job.status is TrainingStatus.COMPLETED
+    assert job.ended_at == pytest.approx(ended, abs=1e-3)
+    assert job.running_at is not None and 0.5 <= job.ended_at - job.running_at < 2.0
+
+
 def test_a_scheduler_that_lost_its_lease_leaves_the_jobs_alone(tmp_path, sqlite_url):
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=3.0, max_jobs=2, max_parallel_jobs=1)

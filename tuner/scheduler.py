@@ -483,7 +483,7 @@ class Scheduler:
             outcome = TrainingStatus.FAILED
             reason = f"objective metric {d.objective_metric_name!r} is {objective}"
         ended = self.store.finish_training_job(
-            run.job.name, outcome, objective, reason, exit_code, status.began_at
+            run.job.name, outcome, objective, reason, exit_code, status.began_at, status.ended_at
         )
         self._upload(ended)
         self._record_end(ended, run.config)

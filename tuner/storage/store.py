@@ -365,10 +365,14 @@ class Store:
         failure_reason: str | None = None,
         exit_code: int | None = None,
         began_at: float | None = None,
+        ended_at: float | None = None,
     ) -> TrainingJob:
         """Record the end of a training job; the objective counts only when Completed.
 
-        ``began_at`` is when its program began running, where known (see ``mark_running``)."""
+        ``began_at`` is when its program began running, where known (see ``mark_running``);
+        ``ended_at`` is when it ended, where the launcher can tell (a job that ended while no
+        tuner watched it ended before it is recorded), else now; never later than now nor
+        earlier than it began."""
         status = TrainingStatus(status)
         succeeded = status is TrainingStatus.COMPLETED and objective is not None
         with self._session() as session:
@@ -380,12 +384,15 @@ class Store:
             ).value
             row.failure_reason = failure_reason
             row.exit_code = exit_code
-            row.ended_at = time.time()
-            if row.started_at is None:
-                row.started_at = row.ended_at
             if began_at is not None:
                 row.running_at = began_at
-            elif row.running_at is None:  # it never ran (it ended in a queue, or never started)
+            now = time.time()
+            row.ended_at = now if ended_at is None else min(ended_at, now)
+            if row.running_at is not None:
+                row.ended_at = max(row.ended_at, row.running_at)
+            if row.started_at is None:
+                row.started_at = row.ended_at
+            if row.running_at is None:  # it never ran (it ended in a queue, or never started)
                 row.running_at = row.ended_at
             return _training(row, row.tuning_job.name)
 
