@@ -160,6 +160,7 @@ BAD = [
         "max_jobs: Input should be greater than or equal to 1, got 0",
     ),
     ({"max_failed_jobs": 0}, "max_failed_jobs: Input should be greater than or equal to 1"),
+    ({"max_jobs": 4.5}, "max_jobs: Input should be a valid integer (a whole number), got 4.5"),
     (
         {"objective_type": "Maximise"},
         "objective_type: Input should be 'Maximize' or 'Minimize', got 'Maximise'",

@@ -436,6 +436,7 @@ def explain(exc: pydantic.ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "definition"
         message = re.sub(r"^Value error, ", "", error["msg"])
+        message = message.replace(", got a number with a fractional part", " (a whole number)")
         if error["type"] == "missing":
             message = "required, missing"
         if error["type"] in ("value_error", "assertion_error", "missing") or "input" not in error:
