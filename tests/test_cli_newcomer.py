@@ -159,3 +159,29 @@ def test_the_core_install_runs_tuning_jobs_and_names_the_extra_a_feature_needs(t
         assert "Traceback" not in result.stderr
     listed = without_extras(tmp_path, "list").stdout
     assert "light" in listed and "InProgress" not in listed  # nothing half-recorded
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
+    """No server at the URL, or a file that is not a database: exit 2 with the URL (password
+    hidden) and the driver's reason, not a traceback; nothing is written to the file."""
+    garbage = tmp_path / "notes.db"
+    garbage.write_text("these are my notes, not a database\n" * 10)
+    for url, reason in (
+        (f"postgresql://me:secret@127.0.0.1:{_closed_port()}/tuner", "Connection refused"),
+        (f"sqlite:///{garbage}", "file is not a database"),
+    ):
+        result = tuner(tmp_path, "--storage", url, "list")
+        assert result.returncode == 2, result.stderr
+        shown = url.replace("secret", "***")
+        assert result.stderr.startswith(f"tuner: error: storage {shown} cannot be used: ")
+        assert reason in result.stderr and "Traceback" not in result.stderr
+        assert "secret" not in result.stderr
+    assert garbage.read_text() == "these are my notes, not a database\n" * 10

@@ -2,7 +2,7 @@
 
 from tuner.analytics import TuningJobAnalytics
 from tuner.definition import JobDefinition, TuningJobDefinition
-from tuner.errors import LaunchError, NotFoundError, TunerError, ValidationError
+from tuner.errors import LaunchError, NotFoundError, StorageError, TunerError, ValidationError
 from tuner.metrics import LogMetricParser, MetricDefinition, MetricPoint
 from tuner.parameters import (
     CategoricalParameter,
@@ -28,6 +28,7 @@ __all__ = [
     "ObjectiveStatus",
     "ScalingType",
     "SearchSpace",
+    "StorageError",
     "TrainingJob",
     "TrainingStatus",
     "TunerError",

@@ -15,3 +15,7 @@ class NotFoundError(TunerError, LookupError):
 
 class LaunchError(TunerError):
     """A training job could not be started (missing command, bad working directory, ...)."""
+
+
+class StorageError(TunerError):
+    """The store's database cannot be reached or opened (the message names it, password hidden)."""

@@ -30,10 +30,16 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, inspect, or_, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
-from tuner.errors import NotFoundError, ValidationError
+from tuner.errors import NotFoundError, StorageError, ValidationError
 from tuner.metrics import MetricPoint
 from tuner.records import (
     ObjectiveStatus,
@@ -177,7 +183,12 @@ class Store:
         self.url = url
         self.shown_url = _shown(url)
         self.engine = _make_engine(url)
-        _create_schema(self.engine)
+        try:
+            _create_schema(self.engine)
+        except DatabaseError as exc:  # no server there, refused, not a database file, ...
+            self.engine.dispose()
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise StorageError(f"storage {self.shown_url} cannot be used: {reason}") from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
