@@ -121,6 +121,36 @@ def test_a_taken_name_is_refused_and_the_first_job_is_kept(tmp_path):
     assert len(HyperparameterTuner.attach("once", storage=args["storage"]).training_jobs()) == 1
 
 
+def test_fit_again_without_a_name_is_a_new_tuning_job(tmp_path):
+    """As SageMaker's SDK: each fit() of an unnamed tuner is a new tuning job with a new name;
+    a named or attached one is refused, and so is a fit() while the last one still runs."""
+    args = tuner_args(tmp_path, max_jobs=1, max_parallel_jobs=1)
+    tuner = HyperparameterTuner(**args)
+    first = tuner.fit().name
+    second = tuner.fit().name
+    assert first != second
+    for name in (first, second):
+        attached = HyperparameterTuner.attach(name or "", storage=args["storage"])
+        assert attached.describe()["status"] == "Completed"
+        assert len(attached.training_jobs()) == 1
+        with pytest.raises(ValidationError, match=f"'{name}' already exists"):
+            attached.fit()
+    job = {
+        "command": fake_command(),
+        "output_path": str(tmp_path / "runs"),
+        "static_hyperparameters": {"sleep": 2.0},
+    }
+    slow = HyperparameterTuner(
+        **tuner_args(tmp_path, job_definition=job, max_jobs=1, max_parallel_jobs=1)
+    )
+    slow.fit(wait=False)
+    with pytest.raises(ValidationError, match="is still running in this tuner"):
+        slow.fit()
+    slow.stop()
+    slow.wait(timeout=60)
+    assert slow.fit().describe()["status"] == "Completed"  # a stopped tuner fits anew
+
+
 def test_background_fit_and_wait(tmp_path):
     tuner = HyperparameterTuner(**tuner_args(tmp_path))
     tuner.fit(wait=False)

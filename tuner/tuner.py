@@ -245,7 +245,8 @@ class HyperparameterTuner:
         progress: bool | None = None,
     ) -> HyperparameterTuner:
         """Record the tuning job and run it (in a background thread when ``wait=False``; on the
-        service when there is one, ``on_event`` then unused).
+        service when there is one, ``on_event`` then unused). Without a name every call is a new
+        tuning job, newly named; a named job that exists, or a fit still running, is refused.
 
         ``progress``: a progress bar on stderr while ``fit`` waits (one step per ended training
         job, the best objective so far); ``None`` (default) shows it when stderr is a terminal,
@@ -255,11 +256,18 @@ class HyperparameterTuner:
             if wait:
                 self.wait(progress=progress)
             return self
-        if self.name is not None and self._exists(self.name):
+        if self._thread is not None and self._thread.is_alive():
             raise ValidationError(
-                f"tuning job {self.name!r} already exists; attach to it or choose another name"
+                f"tuning job {self.name!r} is still running in this tuner; wait() for it or "
+                "stop() it before fit() starts another"
             )
-        self.name = self.name or default_name()
+        requested = self.definition.name  # None: every fit() is a new tuning job, newly named
+        if requested is not None and self._exists(requested):
+            raise ValidationError(
+                f"tuning job {requested!r} already exists; attach to it or choose another name"
+            )
+        self.name = requested or default_name()
+        self._stop.clear()
         jd = self.definition.job_definition
         definition = self.definition.model_copy(
             update={
