@@ -51,6 +51,24 @@ def runs_per_job(store: Store) -> dict[str, int]:
     return out
 
 
+def run_one_job_unwatched(store: Store, d: TuningJobDefinition) -> Path:
+    """Start the tuning job's one training job, detach its tuner once the job runs, and wait
+    for the job to end by itself (its wrapper keeps its exit status); its folder."""
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True]
+    )
+    detach.set()
+    thread.join(10)
+    workdir = Path(store.list_training_jobs("resume")[0].workdir or "")
+    wait_for(lambda: (workdir / "exit_code").exists())
+    return workdir
+
+
 def test_a_new_scheduler_reattaches_to_running_jobs(tmp_path, database_url):
     store = Store(database_url)
     d = definition(tmp_path, sleep=1.5, max_jobs=5, max_parallel_jobs=2)
@@ -105,18 +123,7 @@ def test_a_job_that_ran_past_max_runtime_unwatched_fails_as_timed_out(tmp_path, 
     while no tuner watched, so the tuner that re-attaches judges it by the same rule."""
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=2.5, max_jobs=1, max_parallel_jobs=1, job={"max_runtime": 1})
-    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
-    detach = threading.Event()
-    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
-    thread = threading.Thread(target=first.run)
-    thread.start()
-    wait_for(
-        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True]
-    )
-    detach.set()  # the tuner goes away before the limit: nobody stops the job
-    thread.join(10)
-    workdir = Path(store.list_training_jobs("resume")[0].workdir or "")
-    wait_for(lambda: (workdir / "exit_code").exists())  # it ended by itself, with code 0
+    run_one_job_unwatched(store, d)  # the tuner went away before the limit: nobody stopped it
     assert store.claim_tuning_job("resume", "second", ttl=30)
     Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
     job = store.list_training_jobs("resume")[0]
@@ -133,19 +140,7 @@ def test_a_job_that_ended_unwatched_keeps_its_own_end_time(tmp_path, sqlite_url)
     ended (its wrapper's), so its duration and compute leave out the time nobody watched."""
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=0.5, max_jobs=1, max_parallel_jobs=1)
-    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
-    detach = threading.Event()
-    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
-    thread = threading.Thread(target=first.run)
-    thread.start()
-    wait_for(
-        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True]
-    )
-    detach.set()
-    thread.join(10)
-    workdir = Path(store.list_training_jobs("resume")[0].workdir or "")
-    wait_for(lambda: (workdir / "exit_code").exists())
-    ended = (workdir / "exit_code").stat().st_mtime
+    ended = (run_one_job_unwatched(store, d) / "exit_code").stat().st_mtime
     time.sleep(2.0)  # nobody watches
     assert store.claim_tuning_job("resume", "second", ttl=30)
     Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
