@@ -1,7 +1,8 @@
 """SageMaker's ``CreateHyperParameterTuningJob`` request shape, turned into our definition.
 
 The parts that apply are read: ``HyperParameterTuningJobConfig`` (``Strategy``,
-``HyperParameterTuningJobObjective``, ``ResourceLimits``, ``ParameterRanges``, ``RandomSeed``,
+``HyperParameterTuningJobObjective``, ``ResourceLimits`` (``MaxRuntimeInSeconds`` is
+``max_tuning_runtime``), ``ParameterRanges``, ``RandomSeed``,
 ``TuningJobCompletionCriteria``, ``TrainingJobEarlyStoppingType``, ``StrategyConfig`` with
 ``HyperbandStrategyConfig``'s ``MinResource``/``MaxResource``) and ``TrainingJobDefinition``
 (``AlgorithmSpecification`` with ``TrainingImage`` or ``ContainerEntrypoint``/
@@ -142,6 +143,8 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
     hyperband = _object(config, "StrategyConfig.HyperbandStrategyConfig", False)
     if hyperband:
         definition["strategy_config"] = _hyperband(hyperband, job["static_hyperparameters"])
+    if limits.get("MaxRuntimeInSeconds") is not None:
+        definition["max_tuning_runtime"] = limits["MaxRuntimeInSeconds"]
     if "RandomSeed" in config:
         definition["random_seed"] = config["RandomSeed"]
     if "TargetObjectiveMetricValue" in criteria:

@@ -10,12 +10,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fake_command
+from tests.test_early_stopping import alive
 from tuner import (
     ContinuousParameter,
     HyperparameterTuner,
     NotFoundError,
     TrainingStatus,
+    TuningStatus,
 )
+from tuner.scheduler import Scheduler
+from tuner.storage import Store
 
 METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.naif-]+)"}]
 RANGES = {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)}
@@ -114,6 +118,42 @@ def test_max_failed_jobs_fails_the_tuning_job_with_the_reason(tmp_path, database
     assert 3 <= len(jobs) <= 4
     assert "exited with code 3" in jobs[0].failure_reason
     assert "last log line: 'done'" in jobs[0].failure_reason
+
+
+def test_max_tuning_runtime_completes_the_tuning_job_and_stops_running_jobs(tmp_path, sqlite_url):
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        {"sleep": 1.0, "epochs": 4},
+        max_jobs=40,
+        max_parallel_jobs=2,
+        max_tuning_runtime=2.5,
+    )
+    tuner.fit()
+    d = tuner.describe()
+    assert d["status"] == "Completed"
+    assert d["status_reason"].startswith("max_tuning_runtime=2.5s reached after ")
+    jobs = tuner.training_jobs()
+    assert 2 <= len(jobs) <= 8
+    assert any(j.status is TrainingStatus.COMPLETED for j in jobs)
+    stopped = [j for j in jobs if j.status is TrainingStatus.STOPPED]
+    assert stopped and all(j.failure_reason == "stopped by the tuner" for j in stopped)
+    for job in stopped:  # stopped as any stop: its process is gone
+        runs = Path(job.workdir or "") / "output" / "runs.txt"
+        assert not runs.exists() or not any(alive(int(p)) for p in runs.read_text().split())
+
+
+def test_max_tuning_runtime_counts_from_creation_across_a_resume(tmp_path, sqlite_url):
+    """A tuning job resumed after its time ran out ends at once, starting nothing."""
+    tuner = make_tuner(tmp_path, sqlite_url, max_jobs=4, max_tuning_runtime=0.5)
+    definition = tuner.definition.model_copy(update={"name": "late"})
+    store = Store(sqlite_url)
+    store.create_tuning_job("late", definition.to_json())
+    time.sleep(0.6)
+    record = Scheduler(definition, "late", store).run()
+    assert record.status is TuningStatus.FAILED
+    assert record.status_reason == "max_tuning_runtime=0.5s reached; no training job had ended"
+    assert store.list_training_jobs("late") == []
 
 
 def test_a_job_killed_by_a_signal_fails_naming_it(tmp_path, sqlite_url):

@@ -191,6 +191,8 @@ BAD = [
     ),
     ({"max_failed_jobs": 0}, "max_failed_jobs: Input should be greater than or equal to 1"),
     ({"max_jobs": 4.5}, "max_jobs: Input should be a valid integer (a whole number), got 4.5"),
+    ({"max_tuning_runtime": 0}, "max_tuning_runtime: Input should be greater than 0, got 0"),
+    ({"max_tuning_runtime": 1e8}, "max_tuning_runtime: Input should be less than or equal to"),
     (
         {"objective_type": "Maximise"},
         "objective_type: Input should be 'Maximize' or 'Minimize', got 'Maximise'",

@@ -227,6 +227,7 @@ class TuningJobDefinition(_Strict):
     random_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = Field(None, ge=1, le=MAX_JOBS)
+    max_tuning_runtime: float | None = Field(None, gt=0, le=MAX_RUNTIME_SECONDS)
     tags: dict[str, str] = Field(default_factory=dict)
     tracking_uri: str | None = None
 

@@ -6,11 +6,13 @@ Guarantees:
 - Each training job is recorded (Pending) before it starts, marked InProgress once started,
   and its end (status, objective, reason) is committed before the strategy hears of it.
 - The tuning job ends Completed (budget used, search space exhausted, target objective
-  reached, or ``max_jobs_without_improvement`` jobs without a better objective), Stopped (stop
-  requested, from this process or through the store by another), or Failed
+  reached, ``max_jobs_without_improvement`` jobs without a better objective, or
+  ``max_tuning_runtime`` seconds passed since it was created, as SageMaker's
+  ``ResourceLimits.MaxRuntimeInSeconds``; resumed, its clock still runs from its creation),
+  Stopped (stop requested, from this process or through the store by another), or Failed
   (``max_failed_jobs`` failures, no training job succeeded (``tuner.failures``: the first five
-  all failed, or the budget ended without a success), or an internal error); the reason is
-  stored with the status.
+  all failed, or the budget or time ended without a success), or an internal error); the
+  reason is stored with the status.
   Training jobs still running at that point are stopped and recorded as Stopped.
 - Resuming (a tuning job whose training jobs are already in the store, after a crash or a
   restart): ended jobs are replayed into the strategy and the counters; jobs recorded as
@@ -216,6 +218,7 @@ class Scheduler:
         self.uploads: dict[str, Future[str]] = {}
         self._upload_pool: ThreadPoolExecutor | None = None
         self._last_stop_check = 0.0
+        self._created_at: float | None = None  # the tuning job's, read once in run()
 
     # The loop
 
@@ -223,6 +226,7 @@ class Scheduler:
         """Drive the tuning job to a terminal status and return its final record."""
         self.tracker.start()
         try:
+            self._created_at = self.store.get_tuning_job(self.name).created_at
             self._replay()
             status, reason = self._loop()
         except (LeaseLost, _Detached) as exc:
@@ -291,6 +295,18 @@ class Scheduler:
         if self.completed == 0 and self.failed >= NO_SUCCESS_ATTEMPTS:
             jobs = self.store.list_training_jobs(self.name)
             return TuningStatus.FAILED, no_success_reason(jobs, early=True)
+        limit = d.max_tuning_runtime
+        if limit is not None and time.time() - (self._created_at or time.time()) >= limit:
+            if self.completed == 0:
+                jobs = self.store.list_training_jobs(self.name)
+                return TuningStatus.FAILED, f"max_tuning_runtime={limit:g}s reached; " + (
+                    no_success_reason(jobs, early=False)
+                    if self.failed
+                    else "no training job had ended"
+                )
+            return TuningStatus.COMPLETED, (
+                f"max_tuning_runtime={limit:g}s reached after {self.launched} jobs"
+            )
         best = self.best
         if best is not None and best.objective is not None:
             target = d.target_objective_value

@@ -84,6 +84,8 @@ class HyperparameterTuner:
         max_failed_jobs: the tuning job fails once this many training jobs failed.
         target_objective_value: stop as soon as a job reaches it.
         max_jobs_without_improvement: stop after this many completed jobs without a new best.
+        max_tuning_runtime: seconds from the tuning job's creation after which it ends
+            (SageMaker's ``ResourceLimits.MaxRuntimeInSeconds``); running jobs are stopped.
         objective_aggregation: ``"Last"`` reported value (default) or ``"Best"``.
         strategy_options: keyword arguments of the strategy (e.g. ``n_initial_points``).
         strategy_config: Hyperband's ``resource`` (a static hyperparameter, default
@@ -122,6 +124,7 @@ class HyperparameterTuner:
         max_failed_jobs: int | None = None,
         target_objective_value: float | None = None,
         max_jobs_without_improvement: int | None = None,
+        max_tuning_runtime: float | None = None,
         objective_aggregation: str = "Last",
         strategy_options: Mapping[str, Any] | None = None,
         strategy_config: Mapping[str, Any] | None = None,
@@ -170,6 +173,7 @@ class HyperparameterTuner:
                 "random_seed": random_seed,
                 "target_objective_value": target_objective_value,
                 "max_jobs_without_improvement": max_jobs_without_improvement,
+                "max_tuning_runtime": max_tuning_runtime,
                 "tracking_uri": tracking_uri,
                 "warm_start_config": warm_start_config.model_dump()
                 if isinstance(warm_start_config, WarmStartConfig)

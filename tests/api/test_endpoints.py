@@ -225,7 +225,11 @@ def test_a_sagemaker_request_runs(http):
             "Strategy": "Random",
             "RandomSeed": 3,
             "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "accuracy"},
-            "ResourceLimits": {"MaxNumberOfTrainingJobs": 3, "MaxParallelTrainingJobs": 1},
+            "ResourceLimits": {
+                "MaxNumberOfTrainingJobs": 3,
+                "MaxParallelTrainingJobs": 1,
+                "MaxRuntimeInSeconds": 3600,
+            },
             "ParameterRanges": {
                 "ContinuousParameterRanges": [
                     {"Name": "x", "MinValue": "0.1", "MaxValue": "0.9", "ScalingType": "Linear"}
@@ -257,6 +261,7 @@ def test_a_sagemaker_request_runs(http):
     }
     assert d["hyperparameter_ranges"]["epochs"]["type"] == "integer"
     assert d["job_definition"]["max_runtime"] == 600
+    assert d["max_tuning_runtime"] == 3600
     jobs = http.get("/tuning-jobs/from-sagemaker/training-jobs").json()
     assert len(jobs) == 3 and all(j["status"] == "Completed" for j in jobs)
     assert all(j["hyperparameters"]["opt"] in ("sgd", "adam") for j in jobs)
