@@ -342,6 +342,14 @@ def test_tuner_run_warm_starts_from_the_command_line(tmp_path, capsys):
         "parents": ["first"],
         "type": "TransferLearning",
     }
+    both = ["--warm-start", "first", "next", "--warm-start-type", "TransferLearning"]
+    assert main(["--storage", url, "run", str(config), "--name", "third", *both]) == 0
+    assert "warm start TransferLearning from first (3 of 3), next (3 of 3)" in (
+        capsys.readouterr().out
+    )
+    six = ["--warm-start", "first", "next", "third", "--warm-start", "a", "b", "c"]
+    assert main(["--storage", url, "run", str(config), "--name", "fourth", *six]) == 2
+    assert "at most 5" in capsys.readouterr().err
 
 
 def test_the_transfer_example_parses():

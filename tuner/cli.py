@@ -436,9 +436,11 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--warm-start",
-        action="append",
+        action="extend",
+        nargs="+",
         metavar="NAME",
-        help="a parent tuning job to start from (repeat for up to 5; replaces the file's)",
+        help="parent tuning jobs to start from (up to 5: --warm-start A B, or the flag repeated; "
+        "replaces the file's)",
     )
     run.add_argument(
         "--warm-start-type",
