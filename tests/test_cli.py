@@ -342,3 +342,8 @@ def test_fidelity_finds_the_step_where_the_ranking_stops_crossing(tmp_path):
     assert "suggested min_resource: 3" in text
     refused = tuner(tmp_path, "fidelity", "f", "--eta", "1")
     assert refused.returncode == 2 and "eta" in refused.stderr and "got 1" in refused.stderr
+    data.update(max_jobs=4, max_parallel_jobs=4)
+    assert tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "few").returncode == 0
+    text = tuner(tmp_path, "fidelity", "few").stdout
+    assert "too few completed jobs to tell: 4, at least 6 are needed" in text
+    assert "would mostly stop" not in text

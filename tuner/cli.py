@@ -306,7 +306,14 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         kept = "-" if row["best_kept"] is None else f"{row['best_kept']:.2f}"
         print(f"{row['step']:>5} {row['jobs']:>5} {rho:>9} {kept:>28}")
     suggestion = found["suggested_min_resource"]
-    if suggestion is None:
+    from tuner.fidelity import MIN_JOBS  # here: it imports SciPy, which start-up does without
+
+    if suggestion is None and found["completed_jobs"] < MIN_JOBS:
+        print(
+            f"too few completed jobs to tell: {found['completed_jobs']}, at least {MIN_JOBS} "
+            f"are needed ({found['rule']})"
+        )
+    elif suggestion is None:
         print(
             f"no step qualifies ({found['rule']}): early stopping would mostly stop the "
             "jobs that end best; more completed jobs may tell more"
