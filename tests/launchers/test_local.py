@@ -3,10 +3,14 @@ its process and writing its handle (simulated here by removing the handle file).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tuner.errors import LaunchError
 from tuner.launchers import LaunchSpec, LocalLauncher
 from tuner.launchers.tracked import HANDLE_FILE
 
@@ -73,3 +77,11 @@ def test_a_reattached_job_that_fails_keeps_its_exit_code(tmp_path):
 
 def test_nothing_to_recover_for_a_job_never_started(tmp_path):
     assert LocalLauncher().recover(spec(tmp_path, "pass")) is None
+
+
+def test_a_working_directory_that_does_not_exist_is_named(tmp_path):
+    job = dataclasses.replace(spec(tmp_path, "pass"), cwd=tmp_path / "no" / "such", gpus_per_job=1)
+    launcher = LocalLauncher(gpus=["0"])
+    with pytest.raises(LaunchError, match=r"working_directory '.*/no/such' is not a directory"):
+        launcher.start(job)
+    assert launcher.free_slots(1) == 1  # the GPU it had taken is free again

@@ -140,6 +140,12 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        if spec.cwd is not None and not Path(spec.cwd).is_dir():
+            self.slots.release(spec.name)
+            raise LaunchError(
+                f"cannot start {spec.argv[0]!r} for job {spec.name}: working_directory "
+                f"{str(spec.cwd)!r} is not a directory"
+            )
         program = _resolve(spec.argv[0], spec.cwd or spec.workdir, env["PATH"])
         if program is None or any("\x00" in arg for arg in spec.argv):
             self.slots.release(spec.name)
