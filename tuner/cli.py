@@ -290,6 +290,8 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
+    from tuner.fidelity import MIN_JOBS  # here: it imports SciPy, which start-up does without
+
     tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
     found = tuner.step_agreement(args.eta)
     if args.json:
@@ -306,8 +308,6 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         kept = "-" if row["best_kept"] is None else f"{row['best_kept']:.2f}"
         print(f"{row['step']:>5} {row['jobs']:>5} {rho:>9} {kept:>28}")
     suggestion = found["suggested_min_resource"]
-    from tuner.fidelity import MIN_JOBS  # here: it imports SciPy, which start-up does without
-
     if suggestion is None and found["completed_jobs"] < MIN_JOBS:
         print(
             f"too few completed jobs to tell: {found['completed_jobs']}, at least {MIN_JOBS} "

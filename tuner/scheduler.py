@@ -218,7 +218,7 @@ class Scheduler:
         self.uploads: dict[str, Future[str]] = {}
         self._upload_pool: ThreadPoolExecutor | None = None
         self._last_stop_check = 0.0
-        self._created_at: float | None = None  # the tuning job's, read once in run()
+        self._deadline: float | None = None  # epoch seconds, from max_tuning_runtime in run()
 
     # The loop
 
@@ -226,7 +226,9 @@ class Scheduler:
         """Drive the tuning job to a terminal status and return its final record."""
         self.tracker.start()
         try:
-            self._created_at = self.store.get_tuning_job(self.name).created_at
+            if self.definition.max_tuning_runtime is not None:
+                created = self.store.get_tuning_job(self.name).created_at
+                self._deadline = created + self.definition.max_tuning_runtime
             self._replay()
             status, reason = self._loop()
         except (LeaseLost, _Detached) as exc:
@@ -295,18 +297,15 @@ class Scheduler:
         if self.completed == 0 and self.failed >= NO_SUCCESS_ATTEMPTS:
             jobs = self.store.list_training_jobs(self.name)
             return TuningStatus.FAILED, no_success_reason(jobs, early=True)
-        limit = d.max_tuning_runtime
-        if limit is not None and time.time() - (self._created_at or time.time()) >= limit:
-            if self.completed == 0:
-                jobs = self.store.list_training_jobs(self.name)
-                return TuningStatus.FAILED, f"max_tuning_runtime={limit:g}s reached; " + (
-                    no_success_reason(jobs, early=False)
-                    if self.failed
-                    else "no training job had ended"
-                )
-            return TuningStatus.COMPLETED, (
-                f"max_tuning_runtime={limit:g}s reached after {self.launched} jobs"
+        if self._deadline is not None and time.time() >= self._deadline:
+            reached = f"max_tuning_runtime={d.max_tuning_runtime:g}s reached"
+            if self.completed:
+                return TuningStatus.COMPLETED, f"{reached} after {self.launched} jobs"
+            jobs = self.store.list_training_jobs(self.name)
+            why = (
+                no_success_reason(jobs, early=False) if self.failed else "no training job had ended"
             )
+            return TuningStatus.FAILED, f"{reached}; {why}"
         best = self.best
         if best is not None and best.objective is not None:
             target = d.target_objective_value

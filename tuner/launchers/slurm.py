@@ -77,7 +77,7 @@ def _fields(line: str) -> dict[str, str]:
     return out
 
 
-def _exit_code(text: str, state: str = "") -> int | None:
+def _exit_code(text: str, state: str) -> int | None:
     """Slurm's ``status:signal`` as one code: the status, or -signal when a signal ended it; a
     job in state ``OUT_OF_MEMORY`` was killed by SIGKILL (as Docker's ``OOMKilled``), whatever
     its ``ExitCode`` says (often ``0:125``)."""
@@ -178,7 +178,8 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if done.returncode != 0 or "|" not in line:
             return None
         state, code = line.split("|", 1)
-        return state.split()[0], _exit_code(code, state.split()[0])
+        state = state.split()[0]
+        return state, _exit_code(code, state)
 
     # The launcher contract
 

@@ -226,14 +226,14 @@ class GPSearch:
             x = np.vstack([np.array(self.x[: self._since])[worse], self.x[self._since :]])
             return x, self._scale(np.concatenate([old[worse], own]))
         if not self._prior_modelled():
-            return np.array(self.x[self._since :]), self._scale(own)
+            return np.array(self.x), self._scale(own)
         prior = np.array(self.prior_y)
         if len(own) >= OWN_SCALE_AFTER:
             own_scaled = self._scale(own)
         else:
             spread = float(prior.std()) or 1.0
             own_scaled = (own - float(np.median(prior))) / spread
-        x = np.array(self.prior_x + self.x[self._since :]).reshape(-1, self.dimensions)
+        x = np.array(self.prior_x + self.x).reshape(-1, self.dimensions)
         return x, np.concatenate([self._scale(prior), own_scaled])
 
     def _prior_modelled(self) -> bool:
