@@ -118,6 +118,12 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
     ),
     ("max-jobs", _set("max_jobs", 10**9), ["max_jobs", "100000", "1000000000"], True),
     (
+        "tuning-runtime",
+        _set("max_tuning_runtime", -5),
+        ["max_tuning_runtime", "greater than 0", "-5"],
+        True,
+    ),
+    (
         "regex-backref",
         _set("metric_definitions", [{"Name": "accuracy", "Regex": r"(a)\1"}]),
         ["valid RE2 syntax", "backreferences"],
@@ -218,6 +224,8 @@ def to_sagemaker(d: dict[str, Any]) -> dict[str, Any]:
         },
         "ParameterRanges": ranges,
     }
+    if "max_tuning_runtime" in d:
+        config["ResourceLimits"]["MaxRuntimeInSeconds"] = d["max_tuning_runtime"]
     if "target_objective_value" in d:
         config["TuningJobCompletionCriteria"] = {
             "TargetObjectiveMetricValue": d["target_objective_value"]
