@@ -59,11 +59,25 @@ def browser() -> Iterator[Any]:
 
 
 def until(driver: Any, check: Callable[[Any], Any], what: str, timeout: float = WAIT) -> Any:
-    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    """Poll ``check`` until it is truthy. A check that lands while the page navigates (after a
+    login, say) is refused by Chromium as "aborted by navigation"; that counts as not yet."""
+    from selenium.common.exceptions import (
+        StaleElementReferenceException,
+        TimeoutException,
+        WebDriverException,
+    )
     from selenium.webdriver.support.ui import WebDriverWait
 
+    def settled(d: Any) -> Any:
+        try:
+            return check(d)
+        except WebDriverException as error:
+            if "aborted by navigation" in str(error.msg):
+                return False
+            raise
+
     try:
-        return WebDriverWait(driver, timeout, 0.2, [StaleElementReferenceException]).until(check)
+        return WebDriverWait(driver, timeout, 0.2, [StaleElementReferenceException]).until(settled)
     except TimeoutException:
         raise AssertionError(f"timed out waiting for {what} on {driver.current_url}") from None
 
