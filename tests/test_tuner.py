@@ -150,6 +150,24 @@ def test_fit_again_without_a_name_is_a_new_tuning_job(tmp_path):
     assert slow.fit().describe()["status"] == "Completed"  # once it has ended, it fits anew
 
 
+def test_stop_right_after_a_background_fit_ends_it_stopped(tmp_path):
+    """stop() wakes the scheduler before it writes the request; whichever lands first, the
+    tuning job ends Stopped (it once stayed Stopping: the request overwrote the end)."""
+    job = {
+        "command": fake_command(),
+        "output_path": str(tmp_path / "runs"),
+        "static_hyperparameters": {"sleep": 30.0},
+    }
+    for _ in range(3):
+        tuner = HyperparameterTuner(
+            **tuner_args(tmp_path, job_definition=job, max_jobs=2, max_parallel_jobs=1)
+        )
+        tuner.fit(wait=False)
+        tuner.stop()
+        ended = tuner.wait(timeout=60)
+        assert ended["status"] == "Stopped", ended
+
+
 def test_background_fit_and_wait(tmp_path):
     tuner = HyperparameterTuner(**tuner_args(tmp_path))
     tuner.fit(wait=False)

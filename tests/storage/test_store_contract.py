@@ -158,6 +158,26 @@ def test_stop_request_is_seen_by_another_store_on_the_same_database(store, datab
     other.close()
 
 
+def test_a_stop_request_racing_the_end_does_not_undo_it(store, database_url):
+    """The scheduler records the end between the request's look at the status and its write
+    (a stop() wakes the scheduler before it writes): the end stands, not a Stopping forever."""
+    from sqlalchemy import event
+
+    store.create_tuning_job("t", DEFINITION)
+    other = Store(database_url)
+    ended = []
+
+    def end_first(conn, cursor, statement, *args):
+        if statement.lstrip().upper().startswith("UPDATE TUNING_JOBS") and not ended:
+            ended.append(store.set_tuning_status("t", TuningStatus.STOPPED, "stopped on request"))
+
+    event.listen(other.engine, "before_cursor_execute", end_first)
+    other.request_stop("t")
+    record = store.get_tuning_job("t")
+    assert record.status is TuningStatus.STOPPED and record.ended_at is not None
+    other.close()
+
+
 def test_concurrent_writers_lose_nothing(store):
     store.create_tuning_job("t", DEFINITION)
     jobs = [store.create_training_job("t", n, {}) for n in range(1, 5)]

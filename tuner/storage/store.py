@@ -275,13 +275,17 @@ class Store:
             return _tuning(row)
 
     def request_stop(self, name: str) -> TuningJob:
-        """Ask the process running the tuning job to stop it; no-op once it has ended."""
+        """Ask the process running the tuning job to stop it; no-op once it has ended. One
+        conditional UPDATE: an end recorded meanwhile by the scheduler is never undone."""
+        active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        query = (
+            update(TuningJobRow)
+            .where(TuningJobRow.name == name, TuningJobRow.status.in_(active))
+            .values(stop_requested=True, status=TuningStatus.STOPPING.value)
+        )
         with self._session() as session:
-            row = self._tuning_row(session, name)
-            if not TuningStatus(row.status).terminal:
-                row.stop_requested = True
-                row.status = TuningStatus.STOPPING.value
-            return _tuning(row)
+            session.execute(query)
+        return self.get_tuning_job(name)
 
     # Leases
 
