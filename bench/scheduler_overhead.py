@@ -3,7 +3,9 @@
 Both runs start the same program (``/bin/echo``, which prints its arguments, so its log holds
 the metric) with the same hyperparameter arguments, 8 at a time, in this one process run. The
 tuner's run includes everything a user gets: random search, a SQLite store (WAL) with every job
-and metric point committed, per-job folders and log files, log parsing.
+and metric point committed, per-job folders and log files, log parsing, and the wrapper each
+local job runs under (``exit_keeper.py``: a second, bare Python interpreter per job, so the
+exit status outlives the tuner), which a third run, xargs starting the wrapper, measures alone.
 
     python bench/scheduler_overhead.py [--jobs 500] [--parallel 8]
 """
@@ -14,16 +16,21 @@ import argparse
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from tuner import ContinuousParameter, HyperparameterTuner
+from tuner.launchers.exit_keeper import EXIT_FILE
+from tuner.launchers.local import KEEPER
+
+ECHO = "/bin/echo accuracy=0.5"
 
 
 def run_tuner(workdir: Path, jobs: int, parallel: int) -> tuple[float, list[dict]]:
     tuner = HyperparameterTuner(
-        job_definition={"command": ["/bin/echo", "accuracy=0.5"], "output_path": str(workdir)},
+        job_definition={"command": ECHO.split(), "output_path": str(workdir)},
         objective_metric_name="accuracy",
         hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
         metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
@@ -41,12 +48,12 @@ def run_tuner(workdir: Path, jobs: int, parallel: int) -> tuple[float, list[dict
     return elapsed, [j.hyperparameters for j in tuner.training_jobs()]
 
 
-def run_xargs(configs: list[dict], parallel: int) -> float:
-    lines = "".join(f"--x {c['x']!r}\n" for c in configs)
+def run_xargs(command: list[str], lines: list[str], parallel: int) -> float:
+    """xargs starting ``command`` followed by one line's words, per line."""
     began = time.perf_counter()
     subprocess.run(
-        ["xargs", "-P", str(parallel), "-L", "1", "/bin/echo", "accuracy=0.5"],
-        input=lines.encode(),
+        ["xargs", "-P", str(parallel), "-L", "1", *command],
+        input="".join(line + "\n" for line in lines).encode(),
         stdout=subprocess.DEVNULL,
         check=True,
     )
@@ -60,17 +67,29 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tuner_s, configs = run_tuner(Path(tmp), args.jobs, args.parallel)
-    xargs_s = run_xargs(configs, args.parallel)
+        arguments = [f"--x {c['x']!r}" for c in configs]
+        # The local launcher's wrapper started as it starts it, a status file per job.
+        keeper_s = run_xargs(
+            [sys.executable, "-I", "-S", KEEPER],
+            [f"{tmp}/{i}-{EXIT_FILE} {ECHO} {a}" for i, a in enumerate(arguments)],
+            args.parallel,
+        )
+    xargs_s = run_xargs(ECHO.split(), arguments, args.parallel)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(f"{args.jobs} trivial jobs, {args.parallel} in parallel")
-    print(
-        f"  xargs -P {args.parallel}: {xargs_s:8.2f} s  ({1000 * xargs_s / args.jobs:.2f} ms/job)"
-    )
-    print(f"  tuner            : {tuner_s:8.2f} s  ({1000 * tuner_s / args.jobs:.2f} ms/job)")
-    print(f"  ratio tuner/xargs: {tuner_s / xargs_s:8.1f}x")
-    print(f"  tuner overhead   : {1000 * (tuner_s - xargs_s) / args.jobs:.2f} ms per job")
+    for label, seconds in (
+        (f"xargs -P {args.parallel}", xargs_s),
+        ("xargs + the wrapper", keeper_s),
+        ("tuner", tuner_s),
+    ):
+        print(f"  {label:<20}: {seconds:6.2f} s  ({1000 * seconds / args.jobs:.2f} ms/job)")
+    print(f"  ratio tuner / xargs: {tuner_s / xargs_s:.1f}x")
+    print(f"  ratio tuner / (xargs + the wrapper): {tuner_s / keeper_s:.1f}x")
+    per_job = 1000 * (tuner_s - xargs_s) / args.jobs
+    wrapper = 1000 * (keeper_s - xargs_s) / args.jobs
+    print(f"  tuner overhead: {per_job:.2f} ms per job, the wrapper's share {wrapper:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -158,7 +158,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
         try:
             process = subprocess.Popen(
-                [sys.executable, KEEPER, str(spec.workdir / EXIT_FILE), *spec.argv],
+                [sys.executable, "-I", "-S", KEEPER, str(spec.workdir / EXIT_FILE), *spec.argv],
                 cwd=spec.cwd or spec.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,
