@@ -93,7 +93,11 @@ def log_in(driver: Any, url: str, token: str = TOKEN) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(url)
-    until(driver, lambda d: "/ui/login" in d.current_url, "the login page")
+    until(
+        driver,
+        lambda d: "/ui/login" in d.current_url and d.find_elements(By.ID, "token"),
+        "the login page",
+    )
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.ID, "submit").click()
 
