@@ -282,6 +282,19 @@ def test_missing_files_and_names_are_clear_errors(tmp_path):
     (tmp_path / "broken.yaml").write_text("max_jobs: [\n")
     result = tuner(tmp_path, "run", "broken.yaml")
     assert result.returncode == 2 and "is not valid YAML" in result.stderr
+    (tmp_path / "empty.yaml").write_text("\n")
+    (tmp_path / "binary.yaml").write_bytes(b"max_jobs: 3\n\xff\xfe\x00")
+    (tmp_path / "list.yaml").write_text("- max_jobs: 3\n")
+    for command in ("run", "compare"):
+        for name, message in (
+            ("empty.yaml", "empty.yaml is empty: a {what} is a YAML or JSON mapping"),
+            ("binary.yaml", "binary.yaml is not UTF-8 text (invalid start byte at byte 12)"),
+            ("list.yaml", "must be a mapping, got [{{'max_jobs': 3}}]"),
+        ):
+            what = "tuning job definition" if command == "run" else "comparison spec"
+            result = tuner(tmp_path, command, name)
+            assert result.returncode == 2, result.stderr
+            assert message.format(what=what) in result.stderr and "Traceback" not in result.stderr
 
 
 def test_run_with_hyperband_shows_jobs_stopped_early(tmp_path):

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain
+from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain, read_yaml_file
 from tuner.errors import NotFoundError, ValidationError
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
@@ -103,13 +102,7 @@ class ComparisonSpec(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> ComparisonSpec:
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ValidationError(f"cannot read comparison spec {path}: {exc}") from None
-        except yaml.YAMLError as exc:
-            raise ValidationError(f"{path} is not valid YAML: {exc}") from None
-        return cls.parse(data)
+        return cls.parse(read_yaml_file(path, "comparison spec"))
 
     def run_name(self, arm: str, seed: int) -> str:
         return f"{self.name}-{arm}-s{seed}"

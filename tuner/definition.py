@@ -399,15 +399,7 @@ class TuningJobDefinition(_Strict):
     @classmethod
     def load(cls, path: str | Path) -> TuningJobDefinition:
         """Read and validate a YAML (or JSON) file."""
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise ValidationError(f"cannot read tuning job definition {path}: {exc}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ValidationError(f"{path} is not valid YAML: {exc}") from None
-        return cls.parse(data)
+        return cls.parse(read_yaml_file(path, "tuning job definition"))
 
     def space(self) -> SearchSpace:
         return SearchSpace(
@@ -429,6 +421,26 @@ class TuningJobDefinition(_Strict):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def read_yaml_file(path: str | Path, what: str) -> Any:
+    """The YAML (or JSON) document in ``path``. ``ValidationError`` naming the file and ``what``
+    it should hold when it cannot be read, is not UTF-8 text, is empty, or is not YAML."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError(f"cannot read {what} {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): a {what} is a YAML "
+            "or JSON file"
+        ) from None
+    if not text.strip():
+        raise ValidationError(f"{path} is empty: a {what} is a YAML or JSON mapping")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError(f"{path} is not valid YAML: {exc}") from None
 
 
 def explain(exc: pydantic.ValidationError) -> str:
