@@ -360,3 +360,20 @@ def test_fidelity_finds_the_step_where_the_ranking_stops_crossing(tmp_path):
     text = tuner(tmp_path, "fidelity", "few").stdout
     assert "too few completed jobs to tell: 4, at least 6 are needed" in text
     assert "would mostly stop" not in text
+
+
+def test_storage_may_come_before_or_after_the_command(tmp_path):
+    """As users type it: `tuner run job.yaml --storage URL`; given at both places, the one
+    after the command wins."""
+    job = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    ran = tuner(
+        tmp_path, "run", str(job), "--name", "elsewhere", "--no-progress", "--storage", other
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "elsewhere" not in tuner(tmp_path, "list").stdout  # not in $TUNER_DATABASE_URL's
+    assert "elsewhere" in tuner(tmp_path, "list", "--storage", other).stdout
+    assert "elsewhere" in tuner(tmp_path, "--storage", other, "describe", "elsewhere").stdout
+    unused = f"sqlite:///{tmp_path / 'unused.db'}"
+    both = tuner(tmp_path, "--storage", unused, "describe", "elsewhere", "--storage", other)
+    assert both.returncode == 0 and "elsewhere" in both.stdout

@@ -428,10 +428,8 @@ EPILOG = (
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="tuner", description=DESCRIPTION, epilog=EPILOG)
-    root.add_argument(
-        "--storage",
-        help="SQLAlchemy URL (default $TUNER_DATABASE_URL or sqlite:///tuner-runs/tuner.db)",
-    )
+    storage_help = "SQLAlchemy URL (default $TUNER_DATABASE_URL or sqlite:///tuner-runs/tuner.db)"
+    root.add_argument("--storage", help=storage_help)
     sub = root.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a tuning job from a YAML definition")
@@ -556,6 +554,8 @@ def parser() -> argparse.ArgumentParser:
         help=f"flag a regex slower than this per MB of log (default {SLOW_REGEX_SECONDS_PER_MB})",
     )
     check.set_defaults(func=cmd_check_metrics)
+    for command in sub.choices.values():  # also after the command: `tuner list --storage URL`
+        command.add_argument("--storage", default=argparse.SUPPRESS, help=storage_help)
     return root
 
 
