@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from tuner.storage import default_url
+from tuner.tuner import lease_seconds
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -41,7 +42,7 @@ class Settings:
             token=env.get("TUNER_API_TOKEN") or secrets.token_urlsafe(24),
             database_url=default_url(),
             runs_dir=env.get("TUNER_RUNS_DIR", "tuner-runs"),
-            lease_seconds=float(env.get("TUNER_LEASE_SECONDS", "30")),
+            lease_seconds=lease_seconds(),
             allowed_programs=allowed,
             allowed_images=images,
             allowed_docker_hosts=hosts,

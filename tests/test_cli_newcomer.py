@@ -185,3 +185,55 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         assert reason in result.stderr and "Traceback" not in result.stderr
         assert "secret" not in result.stderr
     assert garbage.read_text() == "these are my notes, not a database\n" * 10
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["serve", "--port", "-5"], "a port is a whole number 0-65535; got '-5'"),
+        (["serve", "--port", "70000"], "a port is a whole number 0-65535; got '70000'"),
+        (["serve", "--lease-seconds", "-1"], "must be a number of seconds > 0; got '-1'"),
+        (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
+        (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
+        (["describe", "x", "--top", "-3"], "must be a whole number >= 0; got '-3'"),
+    ],
+)
+def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, args, message):
+    """A negative lease or port used to start a server that failed with a traceback or handed
+    its tuning jobs to any other service at once."""
+    result = tuner(tmp_path, *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert "Uvicorn running" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "inf"])
+def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path, value):
+    job = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
+    env = {
+        **os.environ,
+        "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+        "TUNER_LEASE_SECONDS": value,
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "tuner", "run", str(job)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {value!r}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert tuner(tmp_path, "list").stdout.count("\n") == 1  # the header alone: nothing stored
+    serve = subprocess.run(
+        [sys.executable, "-m", "tuner", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert serve.returncode == 2 and "TUNER_LEASE_SECONDS must be" in serve.stderr
+    assert "Traceback" not in serve.stderr

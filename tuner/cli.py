@@ -30,7 +30,7 @@ from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
-from tuner.tuner import HyperparameterTuner
+from tuner.tuner import HyperparameterTuner, lease_seconds
 
 
 def _when(seconds: float | None) -> str:
@@ -406,6 +406,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TUNER_ALLOWED_DOCKER_HOSTS"] = " ".join(args.allow_docker_host)
     if args.lease_seconds is not None:
         os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
+    lease_seconds()  # a bad TUNER_LEASE_SECONDS is refused here, not in the server's start-up
     if not os.environ.get("TUNER_API_TOKEN"):
         os.environ["TUNER_API_TOKEN"] = secrets.token_urlsafe(24)
         print(f"TUNER_API_TOKEN={os.environ['TUNER_API_TOKEN']}", file=sys.stderr, flush=True)
@@ -424,6 +425,31 @@ EPILOG = (
     "Exit codes: 0 success, 1 a tuning job failed (or check-metrics found no objective, or "
     "MLflow did not take tuner track's writes), 2 bad input, 130 interrupted."
 )
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 0-65535 (0: any free one)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number 0-65535; got {text!r}")
+    return int(text)
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0; got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
+    return int(text)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -462,7 +488,10 @@ def parser() -> argparse.ArgumentParser:
     describe.add_argument("name")
     describe.add_argument("--json", action="store_true")
     describe.add_argument(
-        "--top", type=int, default=5, help="how many of the best training jobs to list (default 5)"
+        "--top",
+        type=count,
+        default=5,
+        help="how many of the best training jobs to list (default 5)",
     )
     describe.set_defaults(func=cmd_describe)
 
@@ -503,7 +532,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the REST service (token: $TUNER_API_TOKEN)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=port_number, default=8000)
     serve.add_argument("--runs-dir", default="tuner-runs", help="training jobs' folders")
     serve.add_argument(
         "--allow-program",
@@ -523,8 +552,11 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="a Docker engine (docker_host) job definitions may use (repeat; default: none)",
     )
-    serve.add_argument("--lease-seconds", type=float, help="tuning-job lease (default 30)")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--lease-seconds", type=positive_seconds, help="tuning-job lease (default 30)"
+    )
+    levels = ["critical", "error", "warning", "info", "debug", "trace"]
+    serve.add_argument("--log-level", default="info", choices=levels)
     serve.set_defaults(func=cmd_serve)
 
     compare = sub.add_parser(

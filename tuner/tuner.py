@@ -16,6 +16,7 @@ the value); ``fit`` records the tuning job in the store before anything is launc
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -54,7 +55,14 @@ def _both(first: EventHandler, second: EventHandler | None) -> EventHandler:
 def lease_seconds() -> float:
     """How long a process's hold on a tuning job lasts unless renewed (``TUNER_LEASE_SECONDS``,
     default 30): after a crash, ``resume`` or another service may take the job over then."""
-    return float(os.environ.get("TUNER_LEASE_SECONDS", "30"))
+    raw = os.environ.get("TUNER_LEASE_SECONDS", "30")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ValidationError(f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {raw!r}")
+    return value
 
 
 def default_name(prefix: str = "tuning") -> str:
