@@ -17,6 +17,7 @@ kills were done and restarts came back. Goal: all zero, every kill done and ever
     python bench/chaos.py                 # 40 jobs, 20 kills (about 5 minutes)
     python bench/chaos.py --postgres postgresql+psycopg://postgres@127.0.0.1:55432/postgres
     python bench/chaos.py --jobs 8 --kills 3 --job-seconds 3   # the small version the tests run
+    python bench/chaos.py --keep /tmp/chaos-logs   # keep service.log and the jobs' folders
 """
 
 from __future__ import annotations
@@ -218,6 +219,17 @@ def run(
     }
 
 
+@contextmanager
+def _folder(keep: str | None) -> Iterator[str]:
+    """``keep`` (created), or a temporary folder removed afterwards."""
+    if keep is not None:
+        Path(keep).mkdir(parents=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        yield tmp
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=40)
@@ -229,11 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         help="a PostgreSQL server's URL instead of SQLite: each run creates and drops a database",
     )
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep both runs' folders (service.log, job folders) in DIR, which must not exist",
+    )
     args = parser.parse_args(argv)
     if args.job_seconds < 2:
         parser.error(f"--job-seconds must be >= 2 (late jobs run 1 s more), got {args.job_seconds}")
     runs: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+    with _folder(args.keep) as tmp:
         for label, kills in (("reference", 0), ("chaos", args.kills)):
             folder = Path(tmp) / label
             folder.mkdir()
