@@ -74,8 +74,24 @@ class Service:
         self.url, self.runs, self.port, self.starts = url, runs, port, starts
         self.job_seconds = job_seconds
         self.process: subprocess.Popen[bytes] | None = None
+        self.log = runs.parent / "service.log"
+        self.ports_taken = 0  # restarts that found the port taken by another process
 
     def start(self) -> bool:
+        """Start the service and wait until it answers; True when it does within 60 s. The
+        port is chosen once, so between a kill and the restart another process on the machine
+        may take it (an outgoing connection's ephemeral port): then the service exits with
+        "address already in use" and is started again on a new port, counted in
+        ``ports_taken``, not held against the service."""
+        for _ in range(5):
+            if self._start_once():
+                return True
+            if self.process is None or self.process.poll() is None or not self._port_was_taken():
+                return False
+            self.port, self.ports_taken = free_port(), self.ports_taken + 1
+        return False
+
+    def _start_once(self) -> bool:
         env = {
             **os.environ,
             "TUNER_API_TOKEN": TOKEN,
@@ -86,16 +102,25 @@ class Service:
         argv = [sys.executable, "-m", "tuner", "serve", "--port", str(self.port)]
         argv += ["--runs-dir", str(self.runs), "--lease-seconds", "2", "--log-level", "warning"]
         argv += ["--allow-program", sys.executable]
-        log = open(self.runs.parent / "service.log", "ab")  # noqa: SIM115 - the child keeps it
-        self.process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).is_success:
+                if httpx.get(f"{self.url_base}/healthz", timeout=1).is_success:
                     return True
             except httpx.HTTPError:
                 time.sleep(0.05)
         return False
+
+    def _port_was_taken(self) -> bool:
+        with open(self.log, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4000))
+            return b"address already in use" in log.read()
+
+    @property
+    def url_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
@@ -170,14 +195,15 @@ def run(
     rng = random.Random(seed)
     engine = create_engine(url)
     came_back, longest_gap = 0, 0.0
-    assert service.start(), (folder / "service.log").read_text()[-2000:]
-    http = httpx.Client(
-        base_url=f"http://127.0.0.1:{service.port}",
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=30,
-    )
+    assert service.start(), service.log.read_text()[-2000:]
+    auth = {"Authorization": f"Bearer {TOKEN}"}  # the port may change at a restart
     try:
-        created = http.post("/tuning-jobs", json=definition(script, jobs, job_seconds))
+        created = httpx.post(
+            f"{service.url_base}/tuning-jobs",
+            json=definition(script, jobs, job_seconds),
+            headers=auth,
+            timeout=30,
+        )
         assert created.status_code == 201, created.text
         started, last_beat, last_lease = time.monotonic(), time.monotonic(), None
         up_since, pause, kills_done = started, rng.uniform(0.1, 1.5), 0
@@ -199,9 +225,10 @@ def run(
                 came_back += service.start()
                 up_since, pause = time.monotonic(), rng.uniform(0.1, 1.5)
             time.sleep(0.05)
-        jobs_now = http.get("/tuning-jobs/chaos/training-jobs").json()
+        jobs_now = httpx.get(
+            f"{service.url_base}/tuning-jobs/chaos/training-jobs", headers=auth, timeout=30
+        ).json()
     finally:
-        http.close()
         service.stop()
         engine.dispose()
     items = jobs_now.get("items", jobs_now) if isinstance(jobs_now, dict) else jobs_now
@@ -213,6 +240,7 @@ def run(
         "twice": twice,
         "orphans": orphans(runs),
         "came_back": came_back,
+        "ports_taken": service.ports_taken,
         "kills_done": kills_done,
         "longest_gap": longest_gap,
         "seconds": time.monotonic() - started,
@@ -264,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         "kills": args.kills,
         "kills_done": chaos["kills_done"],
         "restarts_back": chaos["came_back"],
+        "restarts_whose_port_another_process_took": chaos["ports_taken"],
         "jobs_lost": len(set(expected) - set(got)),
         "jobs_run_twice": chaos["twice"],
         "differing_status_or_exit_code": sum(
