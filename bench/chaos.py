@@ -27,7 +27,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.ports import free_port
 from bench.scratch_database import scratch_database
 
 TOKEN = "chaos-token-0123456789"
@@ -61,12 +61,6 @@ if kind != "nometric":
     print("score=%d" % (len(case) + sum(map(ord, case)) % 7), flush=True)
 sys.exit({"fail1": 1, "fail3": 3, "fail42": 42}.get(kind, 0))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Service:

@@ -95,12 +95,10 @@ class MlflowServer:
     a local folder; ``stop`` and ``start`` again keep its port, store and artifacts."""
 
     def __init__(self, folder: Path) -> None:
-        import socket
+        from bench.ports import free_port
 
         self.folder = folder
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()  # kept across a stop: outside the range connections draw from
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
 
