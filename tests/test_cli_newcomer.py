@@ -195,7 +195,6 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--lease-seconds", "-1"], "must be a number of seconds > 0; got '-1'"),
         (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
         (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
-        (["describe", "x", "--top", "-3"], "must be a whole number >= 0; got '-3'"),
     ],
 )
 def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, args, message):

@@ -445,13 +445,6 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    """argparse type: a whole number >= 0."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
-    return int(text)
-
-
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="tuner", description=DESCRIPTION, epilog=EPILOG)
     storage_help = "SQLAlchemy URL (default $TUNER_DATABASE_URL or sqlite:///tuner-runs/tuner.db)"
@@ -489,9 +482,9 @@ def parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true")
     describe.add_argument(
         "--top",
-        type=count,
+        type=int,
         default=5,
-        help="how many of the best training jobs to list (default 5)",
+        help="how many of the best training jobs to list (default 5; refused below 0)",
     )
     describe.set_defaults(func=cmd_describe)
 

@@ -12,7 +12,7 @@ import pytest
 
 from tuner.errors import LaunchError
 from tuner.launchers import LaunchSpec, LocalLauncher
-from tuner.launchers.tracked import HANDLE_FILE
+from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE
 
 
 def spec(tmp_path: Path, code: str) -> LaunchSpec:
@@ -77,6 +77,22 @@ def test_a_reattached_job_that_fails_keeps_its_exit_code(tmp_path):
 
 def test_nothing_to_recover_for_a_job_never_started(tmp_path):
     assert LocalLauncher().recover(spec(tmp_path, "pass")) is None
+
+
+def test_a_tuner_that_died_between_opening_the_log_and_starting_the_job_starts_it_again(tmp_path):
+    """An empty log, no status, no process: nothing ran (seen in CI: the service was killed
+    just then and the job was recorded Failed with an unknown exit status). A log with output
+    and no status is a job that ran and whose wrapper was killed: it is taken as ended."""
+    job = spec(tmp_path, "pass")
+    job.workdir.mkdir(parents=True)
+    (job.workdir / LOG_FILE).write_bytes(b"")
+    assert LocalLauncher().recover(job) is None
+    (job.workdir / LOG_FILE).write_bytes(b"epoch 1\n")
+    launcher = LocalLauncher()
+    handle = launcher.recover(job)
+    assert handle == f"local:0:0:{job.name}" and launcher.adopt(handle, job)
+    status = launcher.poll(handle)
+    assert not status.running and status.exit_code is None
 
 
 def test_a_working_directory_that_does_not_exist_is_named(tmp_path):

@@ -95,6 +95,14 @@ def _ended_at(exit_file: Path, watched: bool) -> float | None:
         return time.time() if watched else None
 
 
+def _left_a_trace(workdir: Path) -> bool:
+    """A job started in ``workdir`` ran: its wrapper kept a status, or its log holds output."""
+    try:
+        return (workdir / EXIT_FILE).exists() or (workdir / LOG_FILE).stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _find_process(marker: bytes) -> int | None:
     """The pid of a running process whose environment holds ``marker`` (``NAME=value``)."""
     for entry in Path("/proc").iterdir():
@@ -209,8 +217,10 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         """The handle of a job started for ``spec`` whose start was never recorded, if any.
 
         That is the handle written into the job's folder; else the handle of the process that
-        carries the job's folder as its launch marker; else, when the job's log exists, a handle
-        that ``adopt`` takes as a job that has already ended.
+        carries the job's folder as its launch marker; else, when the job left a trace (the
+        status its wrapper kept, or output in its log), a handle that ``adopt`` takes as a job
+        that has already ended. An empty log without a status is a tuner that died between
+        opening the log and starting the wrapper: nothing ran, None, and the job is started.
         """
         with contextlib.suppress(OSError):
             if handle := (spec.workdir / HANDLE_FILE).read_text().strip():
@@ -219,7 +229,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         pid = _find_process(marker)
         if pid is not None and (ticks := _start_ticks(pid)):
             handle = f"local:{pid}:{ticks}:{spec.name}"
-        elif (spec.workdir / LOG_FILE).exists():
+        elif _left_a_trace(spec.workdir):
             handle = f"local:0:0:{spec.name}"
         else:
             return None
