@@ -46,8 +46,11 @@ def write(tmp_path: Path, data: dict, name: str = "job.yaml") -> Path:
     return path
 
 
-def tuner(tmp_path: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+def tuner(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, **kw
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tuner ARGS`` on the store in ``tmp_path``; ``env`` adds variables."""
+    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "tuner", *args],
         capture_output=True,

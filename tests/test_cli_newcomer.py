@@ -209,30 +209,12 @@ def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, ar
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "inf"])
 def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path, value):
     job = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
-    env = {
-        **os.environ,
-        "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
-        "TUNER_LEASE_SECONDS": value,
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "tuner", "run", str(job)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    lease = {"TUNER_LEASE_SECONDS": value}
+    result = tuner(tmp_path, "run", str(job), env=lease)
     assert result.returncode == 2, result.stderr
     assert f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {value!r}" in result.stderr
     assert "Traceback" not in result.stderr
     assert tuner(tmp_path, "list").stdout.count("\n") == 1  # the header alone: nothing stored
-    serve = subprocess.run(
-        [sys.executable, "-m", "tuner", "serve", "--port", "0"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    serve = tuner(tmp_path, "serve", "--port", "0", env=lease)
     assert serve.returncode == 2 and "TUNER_LEASE_SECONDS must be" in serve.stderr
     assert "Traceback" not in serve.stderr

@@ -30,7 +30,7 @@ from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import EventHandler
 from tuner.storage import Store
-from tuner.tuner import HyperparameterTuner, lease_seconds
+from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds
 
 
 def _when(seconds: float | None) -> str:
@@ -434,13 +434,10 @@ def port_number(text: str) -> int:
     return int(text)
 
 
-def positive_seconds(text: str) -> float:
+def seconds(text: str) -> float:
     """argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
+    value = positive_seconds(text)
+    if value is None:
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0; got {text!r}")
     return value
 
@@ -545,9 +542,7 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="a Docker engine (docker_host) job definitions may use (repeat; default: none)",
     )
-    serve.add_argument(
-        "--lease-seconds", type=positive_seconds, help="tuning-job lease (default 30)"
-    )
+    serve.add_argument("--lease-seconds", type=seconds, help="tuning-job lease (default 30)")
     levels = ["critical", "error", "warning", "info", "debug", "trace"]
     serve.add_argument("--log-level", default="info", choices=levels)
     serve.set_defaults(func=cmd_serve)

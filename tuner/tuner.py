@@ -56,13 +56,19 @@ def lease_seconds() -> float:
     """How long a process's hold on a tuning job lasts unless renewed (``TUNER_LEASE_SECONDS``,
     default 30): after a crash, ``resume`` or another service may take the job over then."""
     raw = os.environ.get("TUNER_LEASE_SECONDS", "30")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
+    value = positive_seconds(raw)
+    if value is None:
         raise ValidationError(f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {raw!r}")
     return value
+
+
+def positive_seconds(text: str) -> float | None:
+    """``text`` as a finite number of seconds > 0, or None when it is not one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < math.inf else None
 
 
 def default_name(prefix: str = "tuning") -> str:
