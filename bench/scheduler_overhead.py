@@ -16,14 +16,13 @@ import argparse
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.launchers.exit_keeper import EXIT_FILE
-from tuner.launchers.local import KEEPER
+from tuner.launchers.local import KEEPER_COMMAND
 
 ECHO = "/bin/echo accuracy=0.5"
 
@@ -70,7 +69,7 @@ def main() -> None:
         arguments = [f"--x {c['x']!r}" for c in configs]
         # The local launcher's wrapper started as it starts it, a status file per job.
         keeper_s = run_xargs(
-            [sys.executable, "-I", "-S", KEEPER],
+            list(KEEPER_COMMAND),
             [f"{tmp}/{i}-{EXIT_FILE} {ECHO} {a}" for i, a in enumerate(arguments)],
             args.parallel,
         )

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tuner.launchers.exit_keeper import read_exit_code
-from tuner.launchers.local import KEEPER
+from tuner.launchers.local import KEEPER_COMMAND
 
 
 def keep(tmp_path: Path, *argv: str, **popen: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", KEEPER, str(tmp_path / "exit_code"), *argv],
+        [*KEEPER_COMMAND, str(tmp_path / "exit_code"), *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         **popen,  # type: ignore[call-overload]

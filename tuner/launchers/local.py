@@ -49,6 +49,8 @@ from tuner.launchers.tracked import (
 )
 
 KEEPER = str(Path(__file__).with_name("exit_keeper.py"))
+# How every local job's wrapper starts: a bare interpreter (no site, no user environment).
+KEEPER_COMMAND = (sys.executable, "-I", "-S", KEEPER)
 
 
 def _resolve(program: str, cwd: Path, path: str) -> str | None:
@@ -166,7 +168,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", KEEPER, str(spec.workdir / EXIT_FILE), *spec.argv],
+                [*KEEPER_COMMAND, str(spec.workdir / EXIT_FILE), *spec.argv],
                 cwd=spec.cwd or spec.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,
