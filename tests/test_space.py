@@ -99,3 +99,14 @@ def test_size_and_grid():
 def test_bad_spaces(ranges, message):
     with pytest.raises(ValidationError, match=message):
         SearchSpace(ranges)
+
+
+def test_snap_moves_every_point_to_the_point_of_the_configuration_it_decodes_to():
+    rng = np.random.default_rng(1)
+    points = np.vstack([SPACE.sample(rng, 5000), rng.integers(0, 2, (64, 7)), [[-1, 2] * 3 + [9]]])
+    snapped = SPACE.snap(points)
+    expected = np.array([SPACE.encode(SPACE.decode(p)) for p in points])
+    np.testing.assert_allclose(snapped, expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(SPACE.snap(snapped), snapped)  # a snapped point stays put
+    assert not SPACE.is_continuous
+    assert SearchSpace({"x": ContinuousParameter(0.0, 1.0)}).is_continuous

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from tuner.errors import ValidationError
 
 AUTO_LOG_RATIO = 100.0
@@ -213,6 +215,14 @@ class IntegerParameter:
         t = lo + _clip01(u) * (hi - lo)
         x = math.exp(t) if self.is_log else t
         return int(min(self.max_value, max(self.min_value, round(x))))
+
+    def snap_units(self, u: np.ndarray) -> np.ndarray:
+        """``to_unit(from_unit(v))`` for every ``v`` of ``u`` at once: each coordinate moved to
+        the point of the integer it decodes to."""
+        lo, hi = self._edges()
+        t = lo + np.clip(u, 0.0, 1.0) * (hi - lo)
+        x = np.clip(np.rint(np.exp(t) if self.is_log else t), self.min_value, self.max_value)
+        return np.clip(((np.log(x) if self.is_log else x) - lo) / (hi - lo), 0.0, 1.0)
 
     def contains(self, value: Any) -> bool:
         return (

@@ -119,6 +119,26 @@ class SearchSpace:
                 config[name] = rng.from_unit(float(point[sl.start]))
         return config
 
+    @property
+    def is_continuous(self) -> bool:
+        """Whether every range is continuous (every point of the cube is a configuration)."""
+        return all(isinstance(r, ContinuousParameter) for r in self.ranges.values())
+
+    def snap(self, points: np.ndarray) -> np.ndarray:
+        """``encode(decode(p))`` for every row ``p`` of ``points`` at once: each point moved to
+        the point of the configuration it decodes to (integers rounded, a categorical range's
+        coordinates one-hot at their largest). Continuous coordinates are only clipped."""
+        out = np.clip(np.array(points, dtype=float, ndmin=2), 0.0, 1.0)
+        for name, rng in self.ranges.items():
+            sl = self._slices[name]
+            if isinstance(rng, IntegerParameter):
+                out[:, sl.start] = rng.snap_units(out[:, sl.start])
+            elif isinstance(rng, CategoricalParameter):
+                chosen = np.argmax(out[:, sl], axis=1)
+                out[:, sl] = 0.0
+                out[np.arange(len(out)), sl.start + chosen] = 1.0
+        return out
+
     def slice_of(self, name: str) -> slice:
         return self._slices[name]
 

@@ -336,3 +336,56 @@ def test_the_converged_search_s_worst_results_speed_up_the_restarted_one(seed, m
     assert final_regret() < problem.target
     monkeypatch.setattr(gp, "RESTART_KEEP_WORSE", 1.0)  # nothing above the maximum: none kept
     assert final_regret() > problem.target
+
+
+def _discrete_loss(config: dict) -> float:
+    depth, leaf = config["depth"], config["leaf"]
+    return (depth - 7) ** 2 + (math.log(leaf) - 2) ** 2 + (config["kind"] != "b")
+
+
+def _discrete_run(seed: int, monkeypatch, snap: bool) -> tuple[list[dict], int]:
+    """50 sequential suggestions on an integer and categorical space, and how many of them
+    the engine proposed as a configuration already measured (the base class replaces those
+    with random ones)."""
+    from tuner import CategoricalParameter, IntegerParameter
+    from tuner.strategies.base import Strategy
+
+    space = SearchSpace(
+        {
+            "depth": IntegerParameter(1, 12),
+            "leaf": IntegerParameter(1, 60, "Logarithmic"),
+            "kind": CategoricalParameter(["a", "b", "c"]),
+        }
+    )
+    if not snap:
+        monkeypatch.setattr(SearchSpace, "is_continuous", property(lambda self: True))
+    replaced = [0]
+    fallback = Strategy._fallback
+
+    def counted(self):
+        replaced[0] += 1
+        return fallback(self)
+
+    monkeypatch.setattr(Strategy, "_fallback", counted)
+    strategy = make_strategy("Bayesian", space, maximize=False, seed=seed)
+    configs = []
+    for _ in range(50):
+        (config,) = strategy.ask(1)
+        strategy.tell(config, _discrete_loss(config))
+        configs.append(config)
+    monkeypatch.undo()
+    return configs, replaced[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_on_integers_and_categories_it_suggests_no_configuration_already_measured(
+    seed, monkeypatch
+):
+    # Candidates are moved to the configurations they decode to before they are scored
+    # (Garrido-Merchan and Hernandez-Lobato, Neurocomputing 2020), and measured ones are left
+    # out: the engine itself picks every suggestion. Scored on the continuous cube instead,
+    # the trust region kept choosing points that round to its best configuration.
+    configs, replaced = _discrete_run(seed, monkeypatch, snap=True)
+    assert replaced == 0
+    assert min(configs, key=_discrete_loss) == {"depth": 7, "leaf": 7, "kind": "b"}
+    assert _discrete_run(seed, monkeypatch, snap=False)[1] >= 10  # 18-25 on seeds 0-5

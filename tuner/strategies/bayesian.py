@@ -105,6 +105,7 @@ class BayesianStrategy(Strategy):
             np.random.default_rng(self.rng.integers(2**63 - 1) if engine == "native" else 0),
             n_initial_points,
             lie,
+            snap=None if space.is_continuous else space.snap,
         )
 
     def _propose(self, n: int) -> list[Config]:
