@@ -6,7 +6,9 @@ minimise the loss; failed jobs are left out of the model.
 ``engine="native"`` (default, ``gp.py``): Sobol initial points (continued while every result
 ties), a Matern 5/2 GP with MAP hyperparameters fitted incrementally, outlying losses
 compressed, log expected improvement alternating with a trust-region step, constant liar for
-batches and running jobs (the predicted mean inside the trust region). It is the fastest to
+batches and running jobs (the predicted mean inside the trust region); on integer and
+categorical ranges every candidate is scored as the configuration it decodes to, and measured
+ones are left out, so no suggestion repeats one (``SearchSpace.snap``). It is the fastest to
 suggest (well under a second at 1,000 observations) and the best of the three on the problems of
 ``bench/optimizers.py`` (docs/benchmarks/optimizers.md).
 
