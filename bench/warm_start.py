@@ -17,7 +17,9 @@ parents is computed by ``tuner.warm_start.take``, the function ``tuner`` itself 
     10 epochs on all the images with a narrower learning-rate range (0.001-1: the parent's
     configurations are clipped into it); figure: jobs until each reaches the cold job's final
     best (goal: the child in fewer jobs than the cold job in >= 7 of 10
-    seeds; a child that never does counts as a loss).
+    seeds; a child that never does counts as a loss). ``--parent-without-wd``: the parent
+    instead tunes learning_rate (0.001-2) and momentum at the child's fidelity (10 epochs, all
+    images) with ``wd`` static at the training script's default, and the child adds ``wd``.
 
 Both also print, apart from the goals, the same counts to within one validation image
 (1/540 of accuracy, the objective's step): whether a target was missed by a hair or by far.
@@ -33,13 +35,15 @@ all images) over N random configurations of the child's space, one table per see
 parent kind should be chosen by, rather than by the child's wins.
 
     python bench/warm_start.py [--seeds 10] [--first-seed 0] [--parent-jobs 20] [--child-jobs 20]
-        [--only a|b] [--parent-epochs 3 | --parent-subset 0.5] [--rank-parents 100]
+        [--only a|b] [--parent-epochs 3 | --parent-subset 0.5 | --parent-without-wd]
+        [--rank-parents 100]
         [--objective accuracy|loss]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -64,14 +68,17 @@ INF = float("inf")
 _CACHE: dict[tuple[int, float, float, float, float], tuple[float, float]] = {}
 
 
-def space(max_learning_rate: float = 2.0) -> SearchSpace:
-    return SearchSpace(
-        {
-            "learning_rate": ContinuousParameter(0.001, max_learning_rate, "Logarithmic"),
-            "momentum": ContinuousParameter(0.0, 0.99, "ReverseLogarithmic"),
-            "wd": ContinuousParameter(0.000001, 0.1, "Logarithmic"),
-        }
-    )
+def space(max_learning_rate: float = 2.0, with_wd: bool = True) -> SearchSpace:
+    ranges = {
+        "learning_rate": ContinuousParameter(0.001, max_learning_rate, "Logarithmic"),
+        "momentum": ContinuousParameter(0.0, 0.99, "ReverseLogarithmic"),
+    }
+    if with_wd:
+        ranges["wd"] = ContinuousParameter(0.000001, 0.1, "Logarithmic")
+    return SearchSpace(ranges)
+
+
+DEFAULT_WD = 1e-4  # the training script's default --wd (examples/train_digits_sgd.py)
 
 
 OBJECTIVES = ("accuracy", "loss")  # validation accuracy (maximized) or cross-entropy (minimized)
@@ -128,15 +135,17 @@ def tune(
     warm: WarmStart | None = None,
     subset: float = 1.0,
     objective: str = "accuracy",
+    static: Config | None = None,
 ) -> list[tuple[Config, float]]:
-    """``jobs`` sequential jobs of the Bayesian strategy, warm-started when ``warm`` is given."""
+    """``jobs`` sequential jobs of the Bayesian strategy, warm-started when ``warm`` is given;
+    ``static`` values complete each configuration for training (not tuned, not returned)."""
     strategy = make_strategy("Bayesian", s, maximize=maximized(objective), seed=seed)
     if warm is not None:
         strategy.warm_start(warm.observations, warm.first, warm.prior)
     out = []
     for _ in range(jobs):
         (config,) = strategy.ask(1)
-        value = evaluate(config, epochs, subset, objective)
+        value = evaluate({**(static or {}), **config}, epochs, subset, objective)
         strategy.tell(config, value)
         out.append((config, value))
     return out
@@ -201,6 +210,36 @@ def identical(
     )
 
 
+EQUAL_JOBS = (3, 5, 10, 20)  # job counts at which (b) also compares child and cold bests
+
+
+def transfer_figures(
+    cold: list[tuple[Config, float]], child: list[tuple[Config, float]], objective: str
+) -> tuple[float, ...]:
+    """Cold job's final best; jobs until the cold job and the child reach it; the child's best;
+    jobs until the cold job and the child reach it to within one step (``near``); then, for
+    each k of ``EQUAL_JOBS`` within the budget, 1 / 0 / -1 when the child's best after k jobs
+    is better than / equal to / worse than the cold job's after k."""
+    o = objective
+    target = best_of(cold, o)
+    easier = near(target, o)
+    sign = 1.0 if maximized(o) else -1.0
+    equal_jobs = []
+    for k in EQUAL_JOBS:
+        if k <= min(len(cold), len(child)):
+            gap = sign * (best_of(child[:k], o) - best_of(cold[:k], o))
+            equal_jobs.append(0.0 if abs(gap) <= 1e-12 else math.copysign(1.0, gap))
+    return (
+        target,
+        jobs_to(cold, target, o),
+        jobs_to(child, target, o),
+        best_of(child, o),
+        jobs_to(cold, easier, o),
+        jobs_to(child, easier, o),
+        *equal_jobs,
+    )
+
+
 def transfer(
     seed: int,
     parent_jobs: int,
@@ -209,26 +248,34 @@ def transfer(
     subset: float = 1.0,
     objective: str = "accuracy",
 ) -> tuple[float, ...]:
-    """Cold job's final best; jobs until the cold job and the child reach it; the child's best;
-    jobs until the cold job and the child reach it to within one step (``near``)."""
+    """``transfer_figures`` of a cold job and a child of a parent at ``parent_epochs`` epochs
+    on the first ``subset`` fraction of the training images."""
     o = objective
     static = {"epochs": parent_epochs, "subset": subset}
     parent_definition = {"job_definition": {"static_hyperparameters": static}}
     parent = tune(space(), parent_epochs, parent_jobs, seed, subset=subset, objective=o)
     s = space(max_learning_rate=1.0)
     cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
-    target = best_of(cold, o)
     warm = take(TRANSFER, s, maximized(o), [ParentResults("parent", parent_definition, parent)])
     child = tune(s, 10, child_jobs, seed + 1000, warm, objective=o)
-    easier = near(target, o)
-    return (
-        target,
-        jobs_to(cold, target, o),
-        jobs_to(child, target, o),
-        best_of(child, o),
-        jobs_to(cold, easier, o),
-        jobs_to(child, easier, o),
-    )
+    return transfer_figures(cold, child, o)
+
+
+def transfer_added(
+    seed: int, parent_jobs: int, child_jobs: int, objective: str = "accuracy"
+) -> tuple[float, ...]:
+    """As ``transfer``, with a parent of the same fidelity (10 epochs, all images) that tuned
+    learning_rate (0.001-2) and momentum with ``wd`` static at the script's default; the child
+    adds ``wd`` as a range (its parent's configurations are mapped at the static value)."""
+    o = objective
+    static = {"wd": DEFAULT_WD}
+    parent_definition = {"job_definition": {"static_hyperparameters": static}}
+    parent = tune(space(with_wd=False), 10, parent_jobs, seed, objective=o, static=static)
+    s = space(max_learning_rate=1.0)
+    cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
+    warm = take(TRANSFER, s, maximized(o), [ParentResults("parent", parent_definition, parent)])
+    child = tune(s, 10, child_jobs, seed + 1000, warm, objective=o)
+    return transfer_figures(cold, child, o)
 
 
 PARENT_KINDS = [
@@ -317,6 +364,12 @@ def main() -> None:
         default=1.0,
         help="(b)'s parent on this fraction of the training images (child: all)",
     )
+    parser.add_argument(
+        "--parent-without-wd",
+        action="store_true",
+        help="(b)'s parent at 10 epochs on all images, tuning learning_rate and momentum with "
+        f"wd static at {DEFAULT_WD:g}; the child adds wd",
+    )
     parser.add_argument("--only", choices=["a", "b"], help="run one of the two")
     parser.add_argument(
         "--rank-parents",
@@ -341,15 +394,22 @@ def main() -> None:
         f"objective: validation {o}"
     )
     a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs, o))
-    b = (
-        []
-        if args.only == "a"
-        else run("(b)", seeds, lambda s: transfer(s, *jobs, epochs, subset, o))
-    )
+    if args.parent_without_wd:
+        epochs = 10
+
+        def one_b(s: int) -> tuple[float, ...]:
+            return transfer_added(s, *jobs, o)
+    else:
+
+        def one_b(s: int) -> tuple[float, ...]:
+            return transfer(s, *jobs, epochs, subset, o)
+
+    b = [] if args.only == "a" else run("(b)", seeds, one_b)
     if a:
         report_identical(a, args.parent_jobs, args.child_jobs, o)
     if b:
-        report_transfer(b, epochs, subset, args.child_jobs, o)
+        kind = "wd static" if args.parent_without_wd else ""
+        report_transfer(b, epochs, subset, args.child_jobs, o, kind)
 
 
 def step_name(objective: str) -> str:
@@ -374,11 +434,17 @@ def report_identical(a: list[tuple], parent_jobs: int, budget: int, objective: s
 
 
 def report_transfer(
-    b: list[tuple], parent_epochs: int, subset: float, budget: int, objective: str
+    b: list[tuple],
+    parent_epochs: int,
+    subset: float,
+    budget: int,
+    objective: str,
+    kind: str = "",
 ) -> None:
     wins = sum(r[2] < r[1] for r in b)
     cold_b, warm_b = median([r[1] for r in b]), median([r[2] for r in b])
     data = "" if subset == 1.0 else f" on {subset:g} of the training images"
+    data += f", {kind}" if kind else ""
     print(
         f"(b) TransferLearning (parent at {parent_epochs} epochs{data}), jobs to the cold job's "
         f"final best: "
@@ -387,6 +453,12 @@ def report_transfer(
         f"{wins} of {len(b)} seeds ({'met' if wins >= 0.7 * len(b) else 'NOT met'}); per seed "
         f"child {[shown(r[2]) for r in b]}, cold {[shown(r[1]) for r in b]}"
     )
+    for i, k in enumerate(EQUAL_JOBS[: len(b[0]) - 6]):
+        signs = [r[6 + i] for r in b]
+        print(
+            f"    best after {k} jobs (not the goal): child better in {signs.count(1.0)} of "
+            f"{len(b)} seeds, equal in {signs.count(0.0)}, worse in {signs.count(-1.0)}"
+        )
     near = sum(r[5] < r[4] for r in b)
     print(
         f"    to within {step_name(objective)} (not the goal): child fewer in {near} of "
