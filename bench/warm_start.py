@@ -51,6 +51,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -254,11 +255,7 @@ def transfer(
     static = {"epochs": parent_epochs, "subset": subset}
     parent_definition = {"job_definition": {"static_hyperparameters": static}}
     parent = tune(space(), parent_epochs, parent_jobs, seed, subset=subset, objective=o)
-    s = space(max_learning_rate=1.0)
-    cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
-    warm = take(TRANSFER, s, maximized(o), [ParentResults("parent", parent_definition, parent)])
-    child = tune(s, 10, child_jobs, seed + 1000, warm, objective=o)
-    return transfer_figures(cold, child, o)
+    return child_against_cold(seed, parent, parent_definition, child_jobs, o)
 
 
 def transfer_added(
@@ -271,6 +268,19 @@ def transfer_added(
     static = {"wd": DEFAULT_WD}
     parent_definition = {"job_definition": {"static_hyperparameters": static}}
     parent = tune(space(with_wd=False), 10, parent_jobs, seed, objective=o, static=static)
+    return child_against_cold(seed, parent, parent_definition, child_jobs, o)
+
+
+def child_against_cold(
+    seed: int,
+    parent: list[tuple[Config, float]],
+    parent_definition: dict[str, Any],
+    child_jobs: int,
+    objective: str,
+) -> tuple[float, ...]:
+    """``transfer_figures`` of a cold job and a TransferLearning child of ``parent``, both at
+    10 epochs on all images with learning_rate narrowed to <= 1, seed ``seed + 1000``."""
+    o = objective
     s = space(max_learning_rate=1.0)
     cold = tune(s, 10, child_jobs, seed + 1000, objective=o)
     warm = take(TRANSFER, s, maximized(o), [ParentResults("parent", parent_definition, parent)])
@@ -380,6 +390,12 @@ def main() -> None:
     parser.add_argument("--objective", choices=OBJECTIVES, default="accuracy")
     args = parser.parse_args()
     o = args.objective
+    if args.parent_without_wd and (args.parent_epochs or args.parent_subset != 1.0):
+        parser.error(
+            "--parent-without-wd trains the parent at the child's fidelity (10 epochs, all "
+            f"images), so it takes no --parent-epochs or --parent-subset, got "
+            f"--parent-epochs {args.parent_epochs} --parent-subset {args.parent_subset:g}"
+        )
     if args.rank_parents:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             rank_parents(args.rank_parents, seed, objective=o)
