@@ -402,7 +402,7 @@ def main() -> None:
         return
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     subset = args.parent_subset
-    epochs = args.parent_epochs or (3 if subset == 1.0 else 10)
+    epochs = 10 if args.parent_without_wd else args.parent_epochs or (3 if subset == 1.0 else 10)
     jobs = (args.parent_jobs, args.child_jobs)
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -410,15 +410,11 @@ def main() -> None:
         f"objective: validation {o}"
     )
     a = [] if args.only == "b" else run("(a)", seeds, lambda s: identical(s, *jobs, o))
-    if args.parent_without_wd:
-        epochs = 10
 
-        def one_b(s: int) -> tuple[float, ...]:
+    def one_b(s: int) -> tuple[float, ...]:
+        if args.parent_without_wd:
             return transfer_added(s, *jobs, o)
-    else:
-
-        def one_b(s: int) -> tuple[float, ...]:
-            return transfer(s, *jobs, epochs, subset, o)
+        return transfer(s, *jobs, epochs, subset, o)
 
     b = [] if args.only == "a" else run("(b)", seeds, one_b)
     if a:

@@ -61,17 +61,8 @@ def test_loss_objective_is_minimized_end_to_end():
 
 
 def test_a_parent_without_wd_is_mapped_at_its_static_value():
-    from bench.warm_start import (
-        DEFAULT_WD,
-        TRANSFER,
-        ParentResults,
-        best_of,
-        evaluate,
-        space,
-        take,
-        transfer_added,
-        tune,
-    )
+    from bench.warm_start import DEFAULT_WD, best_of, evaluate, space, transfer_added, tune
+    from tuner.warm_start import TRANSFER, ParentResults, take
 
     static = {"wd": DEFAULT_WD}
     parent = tune(space(with_wd=False), 10, 4, seed=0, static=static)
