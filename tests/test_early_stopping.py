@@ -225,6 +225,9 @@ def test_hyperband_stops_jobs_at_rungs_with_several_running(tmp_path, sqlite_url
     record = Scheduler(d, "hb", store).run()
     assert record.status is TuningStatus.COMPLETED
     check_hyperband_outcome(store, "hb", 9)
+    state = store.get_tuning_job("hb").strategy_state  # what describe shows, after the last ask
+    assert state is not None and state["sampler"] == "Random" and state["model_level"] is None
+    assert sum(state["results_per_level"].values()) >= 1
 
 
 def test_resume_mid_bracket_neither_stops_nor_promotes_twice(tmp_path, sqlite_url):

@@ -297,3 +297,18 @@ def test_values_are_finite_in_the_store(tmp_path):
     tuner = HyperparameterTuner(**tuner_args(tmp_path, max_jobs=2))
     tuner.fit()
     assert all(math.isfinite(j.objective) for j in tuner.training_jobs())
+
+
+def test_describe_shows_what_the_strategy_says_of_itself(tmp_path):
+    """The Bayesian strategy's state (``restarts``, README) reaches ``describe``; a strategy
+    with nothing to say shows an empty state."""
+    bayes = HyperparameterTuner(**tuner_args(tmp_path, strategy="Bayesian"), name="bayes")
+    bayes.fit()
+    state = bayes.describe()["strategy_state"]
+    assert state["engine"] == "native" and state["restarts"] == 0
+    assert 1 <= state["observations"] < 6  # told before the last ask, not after it
+    again = HyperparameterTuner.attach("bayes", storage=tuner_args(tmp_path)["storage"])
+    assert again.describe()["strategy_state"] == state  # stored, not kept in the process
+    random = HyperparameterTuner(**tuner_args(tmp_path), name="random")
+    random.fit()
+    assert random.describe()["strategy_state"] == {}

@@ -54,6 +54,7 @@ class TuningJob:
     owner: str | None = None
     lease_expires: float | None = None
     warm_start: dict[str, Any] | None = None  # what it took from its parents (tuner.warm_start)
+    strategy_state: dict[str, Any] | None = None  # its strategy's describe(), after its last ask
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ Guarantees:
   created is handed to the strategy before its own jobs are replayed, on every (re)start; it
   changes no counter (parents' jobs never count towards ``max_jobs``, the patience of
   ``max_jobs_without_improvement`` or the best job).
+- After each ask, the strategy's ``describe()`` is stored with the tuning job when it changed
+  (``describe``'s ``strategy_state``).
 - With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
   another process has taken the lease it leaves at once, touching no training job. Setting
   ``detach_event`` makes it leave the same way (its lease released) so another process can
@@ -45,6 +47,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -193,6 +196,7 @@ class Scheduler:
         )
         self.tracker: Tracker = tracker_for(definition, name, store)
         self.stopped_early = 0
+        self._strategy_state: dict[str, Any] | None = None  # last recorded (strategy.describe())
         self.worst_completed: float | None = None
         self.on_event = on_event
         self.stop_event = stop_event or threading.Event()
@@ -365,10 +369,18 @@ class Scheduler:
         configs = [self.reruns.pop(0) for _ in range(min(free, len(self.reruns)))]
         if len(configs) < free and not self.strategy.exhausted:
             configs += self.strategy.ask(free - len(configs))
+            self._record_strategy_state()
         for config in configs:
             self.last_number += 1
             self._start(self.store.create_training_job(self.name, self.last_number, config))
         return bool(configs)
+
+    def _record_strategy_state(self) -> None:
+        """Store the strategy's ``describe()`` when it changed (``describe``'s strategy_state)."""
+        state = json.loads(json.dumps(self.strategy.describe(), default=str))
+        if state != self._strategy_state:
+            self.store.set_strategy_state(self.name, state)
+            self._strategy_state = state
 
     def _spec(self, job: TrainingJob) -> LaunchSpec:
         jd = self.definition.job_definition

@@ -60,7 +60,9 @@ def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
     """Status and reason, limits, counters of job and objective states (``stopped_early``: jobs
     a stopping rule ended), the failed jobs' reasons grouped with counts
     (``tuner.failures.failure_groups``), best job, time used, and ``warm_start``: its parents
-    and how many observations came from each (None without warm start)."""
+    and how many observations came from each (None without warm start), and
+    ``strategy_state``: what its strategy said of itself after its last ask (``Strategy.describe``:
+    e.g. ``restarts``, Hyperband's ``model_level``; None before its first ask)."""
     definition = record.definition
     maximize = definition.get("objective_type", "Maximize") == "Maximize"
     best = best_of(jobs, maximize)
@@ -93,5 +95,6 @@ def describe(record: TuningJob, jobs: list[TrainingJob]) -> dict[str, Any]:
         "ended_at": record.ended_at,
         "owner": record.owner,
         "warm_start": warm_start_summary(record.warm_start),
+        "strategy_state": record.strategy_state,
         "definition": definition,
     }

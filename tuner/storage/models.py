@@ -30,6 +30,7 @@ class TuningJobRow(Base):
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
     warm_start: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # tuner.warm_start
+    strategy_state: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # Strategy.describe()
 
     training_jobs: Mapped[list[TrainingJobRow]] = relationship(
         back_populates="tuning_job", cascade="all, delete-orphan"

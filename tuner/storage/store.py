@@ -28,7 +28,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, inspect, or_, select, text, update
+from sqlalchemy import (
+    Engine,
+    case,
+    create_engine,
+    event,
+    func,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -76,7 +87,14 @@ def _make_engine(url: str) -> Engine:
         ) from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(parsed.database).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file in the way, no permission, a read-only place
+                raise StorageError(
+                    f"storage {_shown(url)} cannot be used: its folder {folder} cannot be "
+                    f"created ({exc.strerror or exc})"
+                ) from None
         engine = create_engine(parsed, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")
@@ -146,6 +164,7 @@ def _tuning(row: TuningJobRow) -> TuningJob:
         owner=row.owner,
         lease_expires=row.lease_expires,
         warm_start=row.warm_start,
+        strategy_state=row.strategy_state,
     )
 
 
@@ -273,6 +292,11 @@ class Store:
                 row.owner = None
                 row.lease_expires = None
             return _tuning(row)
+
+    def set_strategy_state(self, name: str, state: dict[str, Any]) -> None:
+        """Record what the tuning job's strategy says of itself (``Strategy.describe``)."""
+        with self._session() as session:
+            self._tuning_row(session, name).strategy_state = state
 
     def request_stop(self, name: str) -> TuningJob:
         """Ask the process running the tuning job to stop it; no-op once it has ended. One
@@ -443,8 +467,10 @@ class Store:
     ) -> list[TrainingJob]:
         """A tuning job's training jobs, by number unless ``sort_by`` (one of
         ``TRAINING_SORT_KEYS``) says otherwise, ties by number; by objective, ``descending``
-        None means best first (by the definition's ``objective_type``) and jobs without an
-        objective come last in either direction; otherwise None means ascending. ``status``
+        None means best first (by the definition's ``objective_type``), and jobs whose
+        objective did not succeed (none, ``inf`` read from a log, a failed or early-stopped
+        job's last value) come after those whose did, in either direction; otherwise None
+        means ascending. ``status``
         keeps one status; ``limit`` and ``offset`` page (a page shorter than ``limit`` is the
         last). Raises ``ValidationError`` for an unknown ``sort_by``, a ``limit`` below 1 or a
         negative ``offset``."""
@@ -470,6 +496,9 @@ class Store:
             )
             if status is not None:
                 query = query.where(TrainingJobRow.status == TrainingStatus(status).value)
+            if sort_by == "objective":
+                succeeded = TrainingJobRow.objective_status == ObjectiveStatus.SUCCEEDED.value
+                query = query.order_by(case((succeeded, 0), else_=1))
             if column is not TrainingJobRow.number:
                 query = query.order_by(order.nulls_last())
             rows = session.execute(query.order_by(number).offset(offset).limit(limit))

@@ -121,6 +121,11 @@ class Strategy(ABC):
         self._seen.add(key)
         self.pending[key] = config
 
+    def describe(self) -> dict[str, Any]:
+        """What the strategy says of its own state (plain, JSON-able; e.g. the Bayesian
+        strategy's ``restarts``); the scheduler records it after each ask, for ``describe``."""
+        return {}
+
     def _prior(self, config: Config, loss: float) -> None:
         """A related problem's result in minimization form (hook; ignored by default)."""
 
