@@ -177,6 +177,7 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
     for url, reason in (
         (f"postgresql://me:secret@127.0.0.1:{_closed_port()}/tuner", "Connection refused"),
         (f"sqlite:///{garbage}", "file is not a database"),
+        (f"sqlite:///{garbage}/tuner.db", f"its folder {garbage} cannot be created"),
     ):
         result = tuner(tmp_path, "--storage", url, "list")
         assert result.returncode == 2, result.stderr

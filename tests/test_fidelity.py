@@ -61,6 +61,11 @@ def test_a_constant_step_has_no_correlation_and_diverged_values_rank_last():
     assert step_agreement(curves, maximize=True)[0].spearman == pytest.approx(
         0.9486832980505138  # the two NaNs tie at the bottom
     )
+    for maximize in (True, False):  # a value printed as inf is diverged too, as NaN is
+        expected = step_agreement(curves, maximize)[0].spearman
+        for bad in (math.inf, -math.inf):
+            diverged = [Curve([bad if x < 0.25 else x], x) for x in (0.1, 0.2, 0.3, 0.4)]
+            assert step_agreement(diverged, maximize)[0].spearman == pytest.approx(expected)
 
 
 def definition(aggregation: str = "Last", objective_type: str = "Maximize") -> TuningJobDefinition:

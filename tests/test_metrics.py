@@ -147,6 +147,9 @@ def test_objective_last_and_best():
     assert final_objective(pts, "other") is None
     assert math.isnan(final_objective(_points(0.5, math.nan), "m"))
     assert final_objective(_points(0.5, math.nan), "m", ObjectiveAggregation.BEST) == 0.5
+    only_inf = _points(math.inf, math.inf)  # nothing finite: the last value, as printed
+    assert final_objective(only_inf, "m", ObjectiveAggregation.BEST) == math.inf
+    assert math.isnan(final_objective(_points(math.inf, math.nan), "m", ObjectiveAggregation.BEST))
 
 
 def test_catastrophic_regex_runs_in_linear_time():

@@ -65,9 +65,9 @@ def listed_steps(last: int) -> list[int]:
 
 
 def _score(values: np.ndarray, maximize: bool) -> np.ndarray:
-    """Higher is better; a missing or diverged (NaN) value is the worst."""
+    """Higher is better; a missing or diverged (NaN or infinite) value is the worst."""
     signed = values if maximize else -values
-    return np.where(np.isnan(signed), -np.inf, signed)
+    return np.where(np.isfinite(signed), signed, -np.inf)
 
 
 def step_agreement(curves: Sequence[Curve], maximize: bool, eta: int = 3) -> list[StepAgreement]:

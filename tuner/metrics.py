@@ -256,15 +256,15 @@ def final_objective(
 ) -> float | None:
     """The job's objective from its points, or None when the metric was never reported.
 
-    ``LAST``: the value with the highest ``seq`` (it may be ``nan``). ``BEST``: the best
-    finite value, or ``nan`` if only non-finite values were reported.
+    ``LAST``: the value with the highest ``seq`` (it may be ``nan`` or infinite). ``BEST``: the
+    best finite value, or the last value when none was finite (so a failure names what the log
+    printed: ``inf`` stays ``inf``).
     """
     values = [p for p in points if p.name == objective_metric_name]
     if not values:
         return None
-    if aggregation is ObjectiveAggregation.LAST:
-        return max(values, key=lambda p: p.seq).value
+    last = max(values, key=lambda p: p.seq).value
     finite = [p.value for p in values if math.isfinite(p.value)]
-    if not finite:
-        return math.nan
+    if aggregation is ObjectiveAggregation.LAST or not finite:
+        return last
     return max(finite) if maximize else min(finite)

@@ -15,7 +15,8 @@ import yaml
 from tests.conftest import fake_command
 from tuner import ValidationError
 from tuner.comparison import ComparisonSpec, run_comparison
-from tuner.reports import build
+from tuner.records import TrainingStatus
+from tuner.reports import build, report
 from tuner.storage import Store
 
 
@@ -292,3 +293,121 @@ def test_the_report_shows_compute_and_what_early_stopping_saved(tmp_path, sqlite
     for runs in report["curves"].values():
         used = [p["compute_seconds"] for p in runs[0]]
         assert used == sorted(used) and used[-1] > 0
+
+
+def _ended_run(store: Store, name: str, ranges: dict, static: dict, jobs: list[tuple]) -> None:
+    """A tuning job recorded straight in the store: ``jobs`` are (hyperparameters, objective)."""
+    store.create_tuning_job(
+        name,
+        {
+            "objective_metric_name": "acc",
+            "objective_type": "Maximize",
+            "hyperparameter_ranges": ranges,
+            "job_definition": {"static_hyperparameters": static},
+        },
+    )
+    for number, (config, objective) in enumerate(jobs, 1):
+        job = store.create_training_job(name, number, config)
+        store.finish_training_job(job.name, TrainingStatus.COMPLETED, objective)
+
+
+def test_a_report_of_runs_with_different_ranges_merges_them(tmp_path, sqlite_url):
+    """A parent and a TransferLearning child that retyped ``y`` (numbers, then categories) and
+    added ``z`` (static in the parent): one report, every range, a parent's static value shown
+    where the child tunes it, and the plot drawn (it raised ValueError on '0.37' before)."""
+    store = Store(sqlite_url)
+    numeric = {"type": "continuous", "min_value": 0, "max_value": 1, "scaling_type": "Linear"}
+    _ended_run(
+        store,
+        "parent",
+        {"x": numeric, "y": numeric, "w": {"type": "categorical", "values": ["a", "b"]}},
+        {"z": 4},
+        [({"x": 0.2, "y": 0.37, "w": "a"}, 0.8), ({"x": 0.9, "y": 0.6, "w": "b"}, 0.7)],
+    )
+    _ended_run(
+        store,
+        "child",
+        {
+            "x": {**numeric, "min_value": -1, "scaling_type": "Logarithmic"},
+            "y": {"type": "categorical", "values": ["0.5", "0.6"]},
+            "z": {"type": "integer", "min_value": 1, "max_value": 8},
+            "w": {"type": "categorical", "values": ["b", "c"]},
+        },
+        {},
+        [({"x": 0.3, "y": "0.5", "z": 2, "w": "c"}, 0.9)],
+    )
+    data = build(store, ["child", "parent"])
+    assert data["hyperparameter_ranges"] == {
+        "x": {"type": "continuous", "min_value": -1, "max_value": 1, "scaling_type": "Linear"},
+        "y": {"type": "continuous", "min_value": 0.37, "max_value": 0.6, "scaling_type": "Linear"},
+        "z": {"type": "integer", "min_value": 1, "max_value": 8, "scaling_type": "Linear"},
+        "w": {"type": "categorical", "values": ["b", "c", "a"]},
+    }
+    assert {t["training_job"]: t["hyperparameters"]["z"] for t in data["top"]} == {
+        "child-001": 2,
+        "parent-001": 4,  # the parent's static value
+        "parent-002": 4,
+    }
+    report(store, ["parent", "child"], tmp_path / "report", "parent and child")
+    assert (tmp_path / "report" / "objective_vs_hyperparameters.png").stat().st_size > 0
+    top = (tmp_path / "report" / "report.md").read_text().split("## Top configurations")[1]
+    assert "| # | arm | training job | acc | x | y | w | z |" in top  # the parent's order first
+
+
+def test_a_report_plots_only_the_values_a_range_can_place(tmp_path, sqlite_url):
+    """Categories no merged range lists get ticks of their own; a text on a numeric range and a
+    job without the hyperparameter are left out of its plot, never raised on."""
+    store = Store(sqlite_url)
+    _ended_run(
+        store,
+        "a",
+        {"k": {"type": "categorical", "values": ["x"]}},
+        {},
+        [({"k": "x"}, 0.5), ({"k": "not listed"}, 0.6)],
+    )
+    _ended_run(
+        store,
+        "b",
+        {"n": {"type": "continuous", "min_value": 0, "max_value": 1}},
+        {},
+        [({"n": "text"}, 0.4), ({}, 0.3), ({"n": 0.5}, 0.2)],
+    )
+    report(store, ["a", "b"], tmp_path / "report", "odd values")
+    assert (tmp_path / "report" / "objective_vs_hyperparameters.png").stat().st_size > 0
+
+
+def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlite_url):
+    """An arm whose every job failed trained nothing to the end: the stopping arm's saving is
+    against the next full-budget arm (it read -32% against the failed arm before)."""
+    store = Store(sqlite_url)
+    for arm, early, ends in [
+        ("broken", "Off", [(TrainingStatus.FAILED, None, 2.0)] * 2),
+        ("full", "Off", [(TrainingStatus.COMPLETED, 0.7, 10.0)] * 2),
+        (
+            "auto",
+            "Auto",
+            [(TrainingStatus.COMPLETED, 0.8, 10.0), (TrainingStatus.STOPPED, 0.5, 5.0)],
+        ),
+    ]:
+        store.create_tuning_job(
+            arm,
+            {
+                "objective_metric_name": "acc",
+                "hyperparameter_ranges": {},
+                "early_stopping_type": early,
+                "tags": {"arm": arm},
+            },
+        )
+        for number, (status, objective, seconds) in enumerate(ends, 1):
+            job = store.create_training_job(arm, number, {})
+            reason = "early stopping at step 3" if status is TrainingStatus.STOPPED else None
+            store.finish_training_job(
+                job.name, status, objective, reason, began_at=1000.0, ended_at=1000.0 + seconds
+            )
+    arms = {a["arm"]: a for a in build(store, ["broken", "full", "auto"])["arms"]}
+    assert arms["broken"]["best_median"] is None
+    assert arms["auto"]["compute_reference"] == "full"
+    assert arms["auto"]["compute_saved"] == pytest.approx(1 - 15 / 20)
+    only_broken = {a["arm"]: a for a in build(store, ["broken", "auto"])["arms"]}
+    assert only_broken["auto"]["compute_reference"] is None
+    assert only_broken["auto"]["compute_saved"] is None

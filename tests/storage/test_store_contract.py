@@ -93,6 +93,23 @@ def test_training_jobs_sorted_filtered_and_paged(store):
     assert [j.number for j in store.list_training_jobs("low", sort_by="objective")] == [2, 3, 1]
     assert numbers(status=TrainingStatus.FAILED) == [2]
     assert numbers(status=TrainingStatus.STOPPED) == []
+    # a failed objective sorts after every succeeded one, however good its value: inf read
+    # from a log, a value printed before a crash, an early-stopped job's last value
+    store.create_tuning_job("odd", DEFINITION)
+    ends = [
+        (TrainingStatus.COMPLETED, 0.5),
+        (TrainingStatus.FAILED, math.inf),
+        (TrainingStatus.FAILED, 0.99),
+        (TrainingStatus.STOPPED, 0.95),
+        (TrainingStatus.COMPLETED, 0.7),
+    ]
+    for number, (status, objective) in enumerate(ends, 1):
+        job = store.create_training_job("odd", number, {})
+        store.finish_training_job(job.name, status, objective)
+    best_first = [j.number for j in store.list_training_jobs("odd", sort_by="objective")]
+    assert best_first == [5, 1, 2, 3, 4]
+    worst_first = store.list_training_jobs("odd", sort_by="objective", descending=False)
+    assert [j.number for j in worst_first] == [1, 5, 4, 3, 2]
     assert numbers(sort_by="status") == [1, 3, 4, 5, 2, 6]  # Completed, Failed, Pending
     assert numbers(sort_by="name", descending=True) == [6, 5, 4, 3, 2, 1]
     assert numbers(sort_by="created", descending=True, limit=1) == [6]

@@ -6,15 +6,17 @@ tuning job is an arm of its own. Per run, training jobs are counted in the order
 median of its runs' best values, jobs and seconds until the run first reached its own best,
 compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
 stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
-configurations; every completed job's objective against each hyperparameter; and why jobs
-failed: reasons grouped per arm, and every failed job with its reason.
+configurations; every completed job's objective against each hyperparameter (the runs' ranges
+merged: ``merged_ranges``; a run's static value shown for a hyperparameter another run tunes);
+and why jobs failed: reasons grouped per arm, and every failed job with its reason.
 
 Compute is training-seconds actually used (a job's duration times its GPUs, a fraction of a GPU
 counted by its share; one CPU per job without GPUs), so the curves also give best so far
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per run over that of the first
-full-budget arm (``compute_reference``). ``warm_starts`` lists the runs that started from
-earlier tuning jobs: their parents and what was taken from each (``tuner.warm_start``).
+full-budget arm with a result (``compute_reference``). ``warm_starts`` lists the runs that
+started from earlier tuning jobs: their parents and what was taken from each
+(``tuner.warm_start``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,65 @@ class Run:
 
     def ended(self) -> list[TrainingJob]:
         return sorted((j for j in self.jobs if j.ended_at), key=lambda j: j.ended_at or 0.0)
+
+
+def merged_ranges(runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """Every hyperparameter any run tunes, in order of first appearance, as one range: of one
+    kind in every run, categorical values united (by their text, as plotted) and numeric bounds
+    widened (a scaling the runs do not share becomes Linear); categorical in one run and numeric
+    in another (a TransferLearning child may retype a range), a Linear range over the values
+    its jobs used when all are numbers, else those values as categories."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        for name, spec in run.record.definition["hyperparameter_ranges"].items():
+            groups.setdefault(name, []).append(spec)
+    return {name: _merged(name, specs, runs) for name, specs in groups.items()}
+
+
+def _merged(name: str, specs: list[dict[str, Any]], runs: list[Run]) -> dict[str, Any]:
+    categorical = [s["type"] == "categorical" for s in specs]
+    if all(categorical):
+        return {"type": "categorical", "values": _distinct(v for s in specs for v in s["values"])}
+    if not any(categorical):
+        scalings = {s.get("scaling_type", "Linear") for s in specs}
+        return {
+            "type": "integer" if all(s["type"] == "integer" for s in specs) else "continuous",
+            "min_value": min(s["min_value"] for s in specs),
+            "max_value": max(s["max_value"] for s in specs),
+            "scaling_type": scalings.pop() if len(scalings) == 1 else "Linear",
+        }
+    used = [v for run in runs for j in run.jobs if (v := shown_value(run, j, name)) is not None]
+    numbers = [number(v) for v in used]
+    if used and all(n is not None for n in numbers):
+        low, high = min(numbers), max(numbers)  # type: ignore[type-var]
+        return {"type": "continuous", "min_value": low, "max_value": high, "scaling_type": "Linear"}
+    return {"type": "categorical", "values": _distinct(used)}
+
+
+def _distinct(values: Any) -> list[Any]:
+    return list({str(v): v for v in values}.values())
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a number or a number's text, else None."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def shown_value(run: Run, job: TrainingJob, name: str) -> Any:
+    """A job's value of ``name``: tuned, else its run's static value (None when neither)."""
+    if name in job.hyperparameters:
+        return job.hyperparameters[name]
+    static = run.record.definition.get("job_definition", {}).get("static_hyperparameters") or {}
+    return static.get(name)
+
+
+def _shown(run: Run, job: TrainingJob, names: list[str]) -> dict[str, Any]:
+    """The job's hyperparameters, with its run's static values of ``names`` it did not tune."""
+    values = {n: v for n in names if (v := shown_value(run, job, n)) is not None}
+    return {**values, **job.hyperparameters}
 
 
 def _better(a: float, b: float | None, maximize: bool) -> bool:
@@ -87,8 +148,13 @@ def stops_early(definition: dict[str, Any]) -> bool:
 
 def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
     """Add ``compute_saved`` (a fraction) and ``compute_reference`` (an arm) to arms that stop
-    jobs early, against the first full-budget arm; None where there is none."""
-    full = [r for r in arm_rows if not r["early_stopping"] and r["compute_seconds_median"]]
+    jobs early, against the first full-budget arm with a result (an arm whose every job failed
+    did not train to the end: no reference); None where there is none."""
+    full = [
+        r
+        for r in arm_rows
+        if not r["early_stopping"] and r["compute_seconds_median"] and r["best_median"] is not None
+    ]
     reference = full[0] if full else None
     for row in arm_rows:
         row["compute_saved"], row["compute_reference"] = None, None
@@ -204,7 +270,8 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
         if j.status is TrainingStatus.COMPLETED and j.objective is not None
     ]
     completed.sort(key=lambda rj: rj[1].objective or 0.0, reverse=maximize)
-    ranges = first["hyperparameter_ranges"]
+    ranges = merged_ranges(runs)
+    names = list(ranges)
     steps = {r.record.name: store.metric_counts(r.record.name, metric) for r in runs}
     return {
         "generated_at": time.time(),
@@ -219,13 +286,13 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "tuning_job": run.record.name,
                 "training_job": j.name,
                 "objective": j.objective,
-                "hyperparameters": j.hyperparameters,
+                "hyperparameters": _shown(run, j, names),
                 "artifacts_uri": j.artifacts_uri,
             }
             for run, j in completed[:10]
         ],
         "points": [
-            {"arm": run.arm, "objective": j.objective, "hyperparameters": j.hyperparameters}
+            {"arm": run.arm, "objective": j.objective, "hyperparameters": _shown(run, j, names)}
             for run, j in completed
         ],
         "failed_jobs": [

@@ -25,6 +25,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from tuner.reports.data import number
+
 COLOURS = [
     "#1f77b4",
     "#d62728",
@@ -184,14 +186,25 @@ def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
     for k, name in enumerate(names):
         ax = axes[k // cols][k % cols]
         spec = ranges[name]
+        values = [str(v) for v in spec.get("values", [])]
         for i, arm in enumerate(arms):
-            pts = [p for p in data["points"] if p["arm"] == arm]
-            xs = [p["hyperparameters"].get(name) for p in pts]
+            # jobs of a run that did not use it are left out; a value no range lists (merged
+            # runs) gets a category of its own; a numeric range plots numbers only
+            pts = [
+                p
+                for p in data["points"]
+                if p["arm"] == arm
+                and (x := p["hyperparameters"].get(name)) is not None
+                and (spec["type"] == "categorical" or number(x) is not None)
+            ]
             ys = [p["objective"] for p in pts]
             if spec["type"] == "categorical":
-                values = [str(v) for v in spec["values"]]
-                xs = [values.index(str(x)) + (i - len(arms) / 2) * 0.08 for x in xs]
+                shown = [str(p["hyperparameters"][name]) for p in pts]
+                values += [v for v in dict.fromkeys(shown) if v not in values]
+                xs = [values.index(x) + (i - len(arms) / 2) * 0.08 for x in shown]
                 ax.set_xticks(range(len(values)), values)
+            else:
+                xs = [float(p["hyperparameters"][name]) for p in pts]
             if pts:
                 ax.scatter(xs, ys, s=14, alpha=0.7, color=COLOURS[i % 10], label=arm)
         if not data["points"]:
