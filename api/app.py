@@ -119,15 +119,19 @@ def _summary(record: TuningJob) -> dict[str, Any]:
 
 
 def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
-    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default)."""
+    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default); read
+    backwards in blocks, each read and counted once (time linear in what is returned)."""
     with open(path, "rb") as f:
         position = f.seek(0, 2) if end is None else end
-        data = b""
-        while position > 0 and data.count(b"\n") <= lines:
+        blocks: list[bytes] = []
+        newlines = 0
+        while position > 0 and newlines <= lines:
             step = min(65536, position)
             position -= step
             f.seek(position)
-            data = f.read(step) + data
+            blocks.append(f.read(step))
+            newlines += blocks[-1].count(b"\n")
+    data = b"".join(reversed(blocks))
     return b"\n".join(data.split(b"\n")[-lines - 1 :]) if data else b""
 
 

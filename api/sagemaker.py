@@ -46,6 +46,8 @@ def _number(value: Any, where: str, kind: type = float) -> Any:
         return int(number) if kind is int and number.is_integer() else kind(value)
     except (TypeError, ValueError):
         raise ValidationError(f"{where} must be a number, got {value!r}") from None
+    except OverflowError:  # beyond a float's range (about 1.8e308), or inf as an integer
+        raise ValidationError(f"{where} must be a finite number, got {value!r:.80}") from None
 
 
 def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:

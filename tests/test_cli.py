@@ -88,10 +88,19 @@ def test_run_list_describe_export(tmp_path):
     assert "top 4:" in everything
     refused = tuner(tmp_path, "describe", "cli-1", "--top", "-1")
     assert refused.returncode == 2 and "--top must be >= 0, got -1" in refused.stderr
+    none = tuner(tmp_path, "describe", "cli-1", "--top", "0")  # a TypeError before
+    assert none.returncode == 0 and "top" not in none.stdout and "Completed" in none.stdout
 
     exported = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path / "jobs.csv"))
     assert exported.returncode == 0
     assert (tmp_path / "jobs.csv").read_text().count("cli-1-") == 4
+    folder = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path))  # IsADirectoryError
+    assert folder.returncode == 2 and f"cannot write CSV {tmp_path}" in folder.stderr
+    twice = tuner(tmp_path, "report", "cli-1", "cli-1", "--out", str(tmp_path / "r"))
+    assert twice.returncode == 2  # every job would count twice
+    assert "a report names each tuning job once, got 'cli-1' twice" in twice.stderr
+    bogus = tuner(tmp_path, "--storage", "bogus://x", "list")  # a traceback before
+    assert bogus.returncode == 2 and "no database dialect is named 'bogus'" in bogus.stderr
 
 
 def start_long_run(tmp_path: Path, name: str, max_jobs: int, **pipes) -> subprocess.Popen:

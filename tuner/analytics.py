@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tuner.errors import TunerError
 from tuner.records import TrainingJob
 
 if TYPE_CHECKING:  # pandas is imported when a frame is made, not with the package
@@ -62,10 +63,14 @@ class TuningJobAnalytics:
         return pd.DataFrame(rows, columns=columns)
 
     def export_csv(self, path: str | Path) -> Path:
-        """Write the dataframe to ``path`` (parent folders created) and return the path."""
+        """Write the dataframe to ``path`` (parent folders created) and return the path;
+        ``TunerError`` naming the path when it cannot be written (a folder, no permission)."""
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self.dataframe().to_csv(target, index=False)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.dataframe().to_csv(target, index=False)
+        except OSError as exc:
+            raise TunerError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
         return target
 
 

@@ -140,7 +140,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         for j in tuner.training_jobs()
         if j.objective_status is ObjectiveStatus.SUCCEEDED and j.objective is not None
     ]
-    if done:
+    if done and top > 0:
         sign = -1.0 if d["objective"]["type"] == "Maximize" else 1.0
         shown = sorted(done, key=lambda j: (sign * (j.objective or 0.0), j.number))[:top]
         names = list(tuner.definition.hyperparameter_ranges)

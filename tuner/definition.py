@@ -17,6 +17,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tuner import yaml_text
 from tuner.artifacts import split_s3_uri
 from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
@@ -39,8 +40,9 @@ MAX_GPUS_PER_JOB = 1024
 
 
 class _Strict(BaseModel):
-    # NaN and +-Infinity are refused in every float field (JSON and YAML can spell both).
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # NaN and +-Infinity are refused in every float field (JSON and YAML can spell both);
+    # strict: a number field takes numbers only (true was taken as 1 and "4" as 4 before).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class JobDefinition(_Strict):
@@ -264,6 +266,7 @@ class TuningJobDefinition(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> TuningJobDefinition:
+        _check_text(self.model_dump(), "")
         if self.max_parallel_jobs > self.max_jobs:
             raise ValueError(
                 "max_parallel_jobs <= max_jobs must hold, got "
@@ -423,6 +426,27 @@ class TuningJobDefinition(_Strict):
         return self.model_dump(mode="json")
 
 
+def _check_text(value: Any, where: str) -> None:
+    """Every text of the definition (keys too) is Unicode that UTF-8 can encode: a lone
+    surrogate (JSON's ``\\ud800``) cannot be written to a log, argv or a response."""
+    texts = [(where, value)] if isinstance(value, str) else []
+    if isinstance(value, dict):
+        texts = [(f"{where}.{k}".lstrip("."), k) for k in value if isinstance(k, str)]
+        for key, item in value.items():
+            _check_text(item, f"{where}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_text(item, f"{where}[{i}]")
+    for place, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{place}: text must be encodable as UTF-8 (no lone surrogate), got "
+                f"{text!r:.80} ({exc.reason} at character {exc.start})"
+            ) from None
+
+
 def read_yaml_file(path: str | Path, what: str) -> Any:
     """The YAML (or JSON) document in ``path``. ``ValidationError`` naming the file and ``what``
     it should hold when it cannot be read, is not UTF-8 text, is empty, or is not YAML."""
@@ -438,7 +462,7 @@ def read_yaml_file(path: str | Path, what: str) -> Any:
     if not text.strip():
         raise ValidationError(f"{path} is empty: a {what} is a YAML or JSON mapping")
     try:
-        return yaml.safe_load(text)
+        return yaml_text.load(text)
     except yaml.YAMLError as exc:
         raise ValidationError(f"{path} is not valid YAML: {exc}") from None
 
@@ -450,6 +474,8 @@ def explain(exc: pydantic.ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"]) or "definition"
         message = re.sub(r"^Value error, ", "", error["msg"])
         message = message.replace(", got a number with a fractional part", " (a whole number)")
+        if error["type"] == "int_type":  # strict: no bool, text or 4.0 taken for a number
+            message = "Input should be a valid integer (a whole number)"
         if error["type"] == "missing":
             message = "required, missing"
         if error["type"] in ("value_error", "assertion_error", "missing") or "input" not in error:

@@ -48,9 +48,13 @@ def _scaling(value: str | ScalingType) -> ScalingType:
 def _number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValidationError(f"{name} must be finite, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range (about 1.8e308)
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValidationError(f"{name} must be finite, got {value!r:.80}")
+    return number
 
 
 def _resolve_scaling(scaling: ScalingType, lo: float, hi: float) -> ScalingType:

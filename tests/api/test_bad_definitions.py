@@ -92,6 +92,27 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         ["categorical values must be finite", "nan"],
         False,  # SageMaker's categorical values are strings
     ),
+    ("max-jobs-true", _set("max_jobs", True), ["max_jobs", "valid integer", "True"], False),
+    ("max-jobs-text", _set("max_jobs", "4"), ["max_jobs", "valid integer", "'4'"], False),
+    ("grace-true", _set("job_definition.grace_period", True), ["grace_period", "True"], False),
+    (
+        "continuous-huge",  # an int beyond a float's range: OverflowError, a 500 before
+        _range("x", {"type": "continuous", "min_value": 0, "max_value": 10**400}),
+        ["max_value must be finite"],
+        True,
+    ),
+    (
+        "surrogate-argument",  # stored and run before, then a 500 on every describe
+        _set("job_definition.command", ["python", "train.py", "x\ud800"]),
+        ["job_definition.command[2]", "encodable as UTF-8", "\\ud800"],
+        True,
+    ),
+    (
+        "surrogate-tag",
+        _set("tags", {"team": "\udc00"}),
+        ["tags.team", "encodable as UTF-8"],
+        False,
+    ),
     (
         "width-overflow",
         _range("x", {"type": "continuous", "min_value": -1.7e308, "max_value": 1.7e308}),

@@ -411,3 +411,23 @@ def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlit
     only_broken = {a["arm"]: a for a in build(store, ["broken", "auto"])["arms"]}
     assert only_broken["auto"]["compute_reference"] is None
     assert only_broken["auto"]["compute_saved"] is None
+
+
+def test_names_with_dollars_and_a_huge_categorical_range_are_plotted(tmp_path, sqlite_url):
+    """Two '$' in a name are text, not matplotlib's maths (a ParseSyntaxException and a 500 on
+    the HTML report before); of 20,000 categories only the ones jobs used are placed."""
+    store = Store(sqlite_url)
+    categories = [f"v{i}" for i in range(20_000)]
+    _ended_run(
+        store,
+        "dollars",
+        {
+            "price_$_usd_$": {"type": "continuous", "min_value": 0, "max_value": 1},
+            "c": {"type": "categorical", "values": categories},
+        },
+        {},
+        [({"price_$_usd_$": 0.5, "c": "v7"}, 0.5), ({"price_$_usd_$": 0.2, "c": "v19999"}, 0.6)],
+    )
+    report(store, ["dollars"], tmp_path / "report", "cost $\\frac{1$")
+    assert (tmp_path / "report" / "objective_vs_hyperparameters.png").stat().st_size > 0
+    assert "price_$_usd_$" in (tmp_path / "report" / "report.html").read_text()

@@ -179,7 +179,13 @@ def _reach(curve: list[dict[str, Any]], target: float, maximize: bool) -> int | 
 
 
 def build(store: Store, names: list[str]) -> dict[str, Any]:
-    """The report's data for these tuning jobs (they must share one objective)."""
+    """The report's data for these tuning jobs (they must share one objective, each named
+    once: a repeated name would count its jobs twice)."""
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValidationError(
+            f"a report names each tuning job once, got {', '.join(map(repr, repeated))} twice"
+        )
     runs = [Run(store.get_tuning_job(n), store.list_training_jobs(n)) for n in names]
     first = runs[0].record.definition
     metric, kind = first["objective_metric_name"], first.get("objective_type", "Maximize")

@@ -45,6 +45,7 @@ from sqlalchemy.exc import (
     ArgumentError,
     DatabaseError,
     IntegrityError,
+    NoSuchModuleError,
     OperationalError,
     ProgrammingError,
 )
@@ -108,6 +109,11 @@ def _make_engine(url: str) -> Engine:
         return engine
     try:
         return create_engine(parsed, pool_pre_ping=True)
+    except NoSuchModuleError:  # a scheme SQLAlchemy has no dialect for (``bogus://``)
+        raise StorageError(
+            f"storage {_shown(url)} cannot be used: no database dialect is named "
+            f"{parsed.drivername!r} (e.g. sqlite:///tuner.db, postgresql://user@host/db)"
+        ) from None
     except ImportError as exc:  # the URL's driver is not installed
         extra = "postgres" if parsed.get_backend_name() == "postgresql" else None
         hint = f": pip install 'tuner[{extra}]'" if extra else ""
