@@ -103,13 +103,23 @@ def test_run_list_describe_export(tmp_path):
     assert bogus.returncode == 2 and "no database dialect is named 'bogus'" in bogus.stderr
 
 
-def start_long_run(tmp_path: Path, name: str, max_jobs: int, **pipes) -> subprocess.Popen:
-    """``tuner run`` in the background, its jobs sleeping for a minute."""
+def start_long_run(
+    tmp_path: Path, name: str, max_jobs: int, stubborn: bool = False, **pipes
+) -> subprocess.Popen:
+    """``tuner run`` in the background, its jobs sleeping for a minute (``stubborn``: they
+    ignore SIGTERM, so stopping them takes the 2 s grace period)."""
     data = definition(tmp_path, max_jobs=max_jobs, max_parallel_jobs=2)
     data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
-    env = {**os.environ, "TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    pipes.setdefault("env", {**os.environ, **db_env(tmp_path)})
+    if stubborn:
+        data["job_definition"]["static_hyperparameters"]["ignore_sigterm"] = "true"
+        data["job_definition"]["grace_period"] = 2
     command = [sys.executable, "-m", "tuner", "run", str(write(tmp_path, data)), "--name", name]
-    return subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, env=env, text=True, **pipes)
+    return subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, text=True, **pipes)
+
+
+def db_env(tmp_path: Path) -> dict[str, str]:
+    return {"TUNER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
 
 
 def test_stop_from_another_process(tmp_path):
@@ -119,23 +129,58 @@ def test_stop_from_another_process(tmp_path):
         assert time.monotonic() < deadline
         time.sleep(0.2)
     time.sleep(0.5)
-    stopped = tuner(tmp_path, "stop", "long")
-    assert stopped.returncode == 0 and "long: Stopping" in stopped.stdout
+    asked = tuner(tmp_path, "stop", "long", "--no-wait")  # only asks
+    assert asked.returncode == 0 and "long: Stopping" in asked.stdout
+    stopped = tuner(tmp_path, "stop", "long")  # waits until its process has stopped it
+    assert stopped.returncode == 0 and "long: Stopped" in stopped.stdout
     out, _ = run.communicate(timeout=30)
     assert run.returncode == 0
     assert "Tuning job long: Stopped (stopped on request)" in out
 
 
-def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path):
-    run = start_long_run(tmp_path, "intr", 2, stderr=subprocess.PIPE)
+def test_stop_takes_over_a_tuning_job_whose_process_died(tmp_path):
+    """``tuner run`` killed: ``stop`` waits out its lease, then stops its jobs itself (they ran
+    on, orphaned, and the tuning job stayed Stopping until someone ran ``resume``)."""
+    env = {"TUNER_LEASE_SECONDS": "4"}
+    run = start_long_run(tmp_path, "dead", 2, env={**os.environ, **env, **db_env(tmp_path)})
     deadline = time.monotonic() + 30
-    while not list((tmp_path / "runs" / "intr").glob("*/output/argv.json")):
+    while len(list((tmp_path / "runs" / "dead").glob("*/output/argv.json"))) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    run.send_signal(signal.SIGINT)
+    run.send_signal(signal.SIGKILL)  # its training jobs run on
+    run.wait(10)
+    stopped = tuner(tmp_path, "stop", "dead", env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "dead: Stopped" in stopped.stdout and "lease expires" in stopped.stderr
+    described = json.loads(tuner(tmp_path, "describe", "dead", "--json").stdout)
+    assert described["training_job_status_counters"]["InProgress"] == 0
+    assert described["training_job_status_counters"]["Stopped"] == 2
+    pids = [p.read_text().split() for p in (tmp_path / "runs" / "dead").glob("*/output/runs.txt")]
+    assert len(pids) == 2 and all(len(p) == 1 for p in pids)  # none ran twice
+    assert not any(Path(f"/proc/{p[0]}").exists() for p in pids)  # gone, not orphaned
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [[signal.SIGINT], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGTERM]],
+    ids=["ctrl-c", "sigterm", "ctrl-c-thrice"],
+)
+def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path, signals):
+    """SIGTERM (``timeout``, ``docker stop``) is a Ctrl-C; a second signal while stopping
+    waits for the jobs instead of leaving them orphaned and the tuning job InProgress."""
+    run = start_long_run(tmp_path, "intr", 2, stubborn=len(signals) > 1, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(list((tmp_path / "runs" / "intr").glob("*/output/argv.json"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.3)  # the jobs' own signal handlers are set
+    for number in signals:
+        run.send_signal(number)
+        time.sleep(0.2)
     _, err = run.communicate(timeout=30)
     assert run.returncode == 130
     assert "running training jobs were stopped" in err
+    assert ("already stopping" in err) == (len(signals) > 1)
     described = json.loads(tuner(tmp_path, "describe", "intr", "--json").stdout)
     assert described["status"] == "Stopped"
     assert described["training_job_status_counters"]["InProgress"] == 0

@@ -11,6 +11,7 @@ strategies' scipy/scikit-optimize/Optuna, uvicorn) are imported by the verbs tha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -79,7 +80,7 @@ def _drive(
     run: Callable[[EventHandler], object],
     args: argparse.Namespace,
 ) -> int:
-    """Run a tuning job in this process with a progress bar; Ctrl-C stops it cleanly."""
+    """Run a tuning job in this process with a progress bar; Ctrl-C or SIGTERM stops it cleanly."""
     definition = tuner.definition
     bar = ProgressBar(
         definition.max_jobs,
@@ -88,16 +89,29 @@ def _drive(
         args.progress,
     )
 
-    def on_ctrl_c(_signum: int, _frame: object) -> None:
-        """First Ctrl-C: stop the running jobs and end the tuning job; a second one: quit."""
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    stopping: list[int] = []
+    grace = definition.job_definition.grace_period
+
+    def on_stop_signal(signum: int, _frame: object) -> None:
+        """The first Ctrl-C or SIGTERM (``timeout``, ``docker stop``, Slurm's end of a job):
+        stop the running jobs (SIGTERM, SIGKILL after the grace period) and end the tuning job
+        as Stopped. Later ones only say so: leaving then would orphan the jobs."""
+        if stopping:
+            print(
+                f"tuner: already stopping: running training jobs get up to {grace:g} s "
+                "(grace_period) to end, then SIGKILL",
+                file=sys.stderr,
+            )
+            return
+        stopping.append(signum)
         tuner.interrupt()
 
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    previous = {s: signal.signal(s, on_stop_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         run(bar)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         bar.close()
     if tuner.describe()["status_reason"] == "interrupted":
         print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
@@ -264,7 +278,25 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    record = Store(args.storage).request_stop(args.name)
+    """Ask for the stop, then (unless ``--no-wait``) wait until the tuning job has ended. Its
+    process stops it; when no process holds it (its ``tuner run`` was killed, its lease ran
+    out) this one takes it over as ``resume`` does, so its training jobs are stopped too."""
+    store = Store(args.storage)
+    record = store.request_stop(args.name)
+    if args.wait and not record.status.terminal and record.lease_expires:
+        until = datetime.fromtimestamp(record.lease_expires, UTC).strftime("%H:%M:%S UTC")
+        print(
+            f"tuner stop: waiting for {record.name} to end: its process stops it, or, if that "
+            f"process is gone, this one takes it over when its lease expires ({until})",
+            file=sys.stderr,
+        )
+    while args.wait and not record.status.terminal:
+        if record.owner is None or (record.lease_expires or 0.0) < time.time():
+            with contextlib.suppress(ValidationError):  # another process took it meanwhile
+                HyperparameterTuner.attach(args.name, storage=args.storage).resume()
+        else:
+            time.sleep(0.5)
+        record = store.get_tuning_job(args.name)
     print(f"{record.name}: {record.status.value}")
     return 0
 
@@ -492,8 +524,18 @@ def parser() -> argparse.ArgumentParser:
     add_progress_flags(resume)
     resume.set_defaults(func=cmd_resume)
 
-    stop = sub.add_parser("stop", help="stop a running tuning job (from any process)")
+    stop = sub.add_parser(
+        "stop",
+        help="stop a running tuning job (from any process) and wait until it has ended; one "
+        "whose process died is taken over (as resume) once its lease expires, and stopped",
+    )
     stop.add_argument("name")
+    stop.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_false",
+        help="only ask for the stop (prints Stopping); the process running it stops it",
+    )
     stop.set_defaults(func=cmd_stop)
 
     track = sub.add_parser(
