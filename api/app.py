@@ -167,13 +167,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
+    def detail(exc: TunerError) -> str:
+        """The error for a client: the store's URL (a server path, a database host and user)
+        is the operator's, not the client's."""
+        return str(exc).replace(store.shown_url, "the service's store")
+
     @app.exception_handler(NotFoundError)
     async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
+        return JSONResponse({"detail": detail(exc)}, status_code=404)
 
     @app.exception_handler(TunerError)
     async def _bad(_: Request, exc: TunerError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=400)
+        return JSONResponse({"detail": detail(exc)}, status_code=400)
 
     bearer = HTTPBearer(auto_error=False)
 

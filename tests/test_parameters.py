@@ -23,6 +23,11 @@ BAD_RANGES = [
     (lambda: CategoricalParameter([]), "at least one choice, got an empty list"),
     (lambda: CategoricalParameter("abc"), "values must be a list of choices, got 'abc'"),
     (lambda: CategoricalParameter([1, 1]), "distinct, got 1 twice"),
+    (
+        lambda: CategoricalParameter([1, "1"]),
+        "as the training command receives them, got 1 and '1'",
+    ),
+    (lambda: CategoricalParameter(["x", True, "true"]), "got True and 'true' (both 'true')"),
     (lambda: CategoricalParameter([[1]]), "strings, numbers or booleans, got [1]"),
     (lambda: parameter_from_dict({"type": "float"}), "one of continuous, integer, categorical"),
     (

@@ -232,7 +232,7 @@ def test_an_added_parameter_takes_the_parents_static_value():
             },
             [
                 "IdenticalDataAndAlgorithm needs the same job_definition.static_hyperparameters",
-                "{'epochs': 3} here and {'epochs': 2} in 'parent'",
+                "{'epochs': '3'} here and {'epochs': '2'} in 'parent'",  # as argv words
                 "TransferLearning allows that",
             ],
         ),
@@ -444,3 +444,19 @@ def test_an_identical_child_first_exploits_near_the_parents_best():
     skopt = BayesianStrategy(space, maximize=True, seed=7, engine="skopt")
     skopt.warm_start(observations)
     assert skopt._native.exploit_next == 0 and skopt.ask(1)  # other engines: as before
+
+
+def test_identical_static_values_are_compared_as_the_command_receives_them(tmp_path):
+    """SageMaker's request shape sends every static value as text: ``"2"`` is the parent's
+    ``2`` on argv, so the child is not refused (it was, naming '2' and 2)."""
+    run(tmp_path, "parent", max_jobs=2)
+    static = {"epochs": "2"}
+    child = run(
+        tmp_path,
+        "child",
+        max_jobs=1,
+        max_parallel_jobs=1,
+        job_definition={**job(tmp_path)["job_definition"], "static_hyperparameters": static},
+        warm_start_config={"parents": ["parent"], "type": "IdenticalDataAndAlgorithm"},
+    )
+    assert child.describe()["warm_start"]["observations"] == 2

@@ -253,6 +253,16 @@ class IntegerParameter:
         }
 
 
+def argv_word(value: Any) -> str:
+    """A hyperparameter value as one argv word, as every launcher passes it: floats in full
+    precision (``repr``), booleans as ``true``/``false``, anything else as ``str``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
 @dataclass(frozen=True, init=False)
 class CategoricalParameter:
     """A choice among distinct values that keep their types (``[32, 64]`` stays integers).
@@ -281,6 +291,13 @@ class CategoricalParameter:
                 raise ValidationError(f"categorical values cannot hold a NUL byte, got {v!r:.80}")
             if positions.setdefault(_key(v), i) != i:
                 raise ValidationError(f"categorical values must be distinct, got {v!r:.80} twice")
+        words: dict[str, Any] = {}
+        for v in values:  # distinct values the training command could not tell apart
+            if (other := words.setdefault(argv_word(v), v)) is not v:
+                raise ValidationError(
+                    "categorical values must differ as the training command receives them, got "
+                    f"{other!r:.80} and {v!r:.80} (both {argv_word(v)!r:.80})"
+                )
         object.__setattr__(self, "values", tuple(values))
         object.__setattr__(self, "_positions", positions)
 

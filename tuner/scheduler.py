@@ -66,6 +66,7 @@ from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
 from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
+from tuner.parameters import argv_word
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
 from tuner.space import Config
 from tuner.stopping import StoppingRule, stopping_rule_for, told_value
@@ -91,20 +92,11 @@ class _Detached(Exception):
     pass
 
 
-def format_value(value: Any) -> str:
-    """A hyperparameter as one argv word: floats in full precision, booleans as true/false."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 def training_argv(command: list[str], static: dict[str, Any], config: Config) -> list[str]:
     """``command`` followed by ``--name value`` for static, then tuned hyperparameters."""
     argv = list(command)
     for name, value in {**static, **config}.items():
-        argv += [f"--{name}", format_value(value)]
+        argv += [f"--{name}", argv_word(value)]
     return argv
 
 

@@ -51,6 +51,7 @@ from tuner.parameters import (
     ContinuousParameter,
     IntegerParameter,
     Parameter,
+    argv_word,
 )
 from tuner.records import ObjectiveStatus
 from tuner.space import Config, SearchSpace
@@ -244,6 +245,7 @@ def _check_same(child: TuningJobDefinition, parent: dict[str, Any], name: str, k
     """Refuse a parent whose definition differs where ``kind`` needs it to be the same."""
     jd = child.job_definition
     parent_jd = parent.get("job_definition") or {}
+    parent_static = parent_jd.get("static_hyperparameters") or {}
     checks: list[tuple[str, Any, Any]] = [
         ("objective_metric_name", child.objective_metric_name, parent.get("objective_metric_name")),
         ("objective_type", child.objective_type, parent.get("objective_type", "Maximize")),
@@ -255,10 +257,10 @@ def _check_same(child: TuningJobDefinition, parent: dict[str, Any], name: str, k
                 child.objective_aggregation,
                 parent.get("objective_aggregation", "Last"),
             ),
-            (
+            (  # as the training command receives them: SageMaker's "5" is YAML's 5
                 "job_definition.static_hyperparameters",
-                jd.static_hyperparameters,
-                parent_jd.get("static_hyperparameters") or {},
+                {k: argv_word(v) for k, v in jd.static_hyperparameters.items()},
+                {k: argv_word(v) for k, v in parent_static.items()},
             ),
             ("job_definition.command", jd.command, parent_jd.get("command")),
             ("job_definition.image", jd.image, parent_jd.get("image")),

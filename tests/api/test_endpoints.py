@@ -356,7 +356,8 @@ def test_bad_definitions_get_a_4xx_that_names_the_rule(http, body, status, messa
 
 def test_other_client_mistakes(http, server):
     assert http.get("/tuning-jobs/nope").status_code == 404
-    assert "no tuning job named 'nope'" in http.get("/tuning-jobs/nope").json()["detail"]
+    missing = http.get("/tuning-jobs/nope").json()["detail"]
+    assert missing == "no tuning job named 'nope' in the service's store"  # not its path
     assert http.get("/training-jobs/nope-001/logs").status_code == 404
     assert http.get("/tuning-jobs/..%2F..%2Fetc").status_code in (404, 422)
     assert http.get("/tuning-jobs/a.b").status_code == 422
