@@ -128,7 +128,8 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     """Status, reason, counters and the best ``top`` training jobs as text."""
     d = tuner.describe()
     lines = [
-        f"Tuning job {d['name']}: {d['status']} ({d['status_reason']})",
+        f"Tuning job {d['name']}: {d['status']}"
+        + (f" ({d['status_reason']})" if d["status_reason"] else ""),
         f"  strategy {d['strategy']}, objective {d['objective']['type']} "
         f"{d['objective']['metric']}",
         "  training jobs: "

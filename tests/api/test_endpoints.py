@@ -90,6 +90,44 @@ def test_logs_follow_streams_until_the_job_ends(http):
     assert time.monotonic() - began > 0.5  # it waited for the job to write
 
 
+def test_many_log_followers_leave_the_service_answering(server, http):
+    """Each follower used to wait in one of the service's 40 worker threads until the job
+    printed: with 50 of them the rest, and every other request, waited for its first line
+    (a minute here). Now they wait on the event loop: all answer before the job prints."""
+    silent = definition("crowd", sleep=120.0, max_jobs=1, max_parallel_jobs=1)  # 60 s silent
+    http.post("/tuning-jobs", json=silent)
+    deadline = time.monotonic() + 30
+    while not http.get("/tuning-jobs/crowd/training-jobs", params={"status": "InProgress"}).json():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    opened = threading.Semaphore(0)
+
+    def follow() -> None:
+        with (
+            client(server) as own,
+            own.stream("GET", "/training-jobs/crowd-001/logs", params={"follow": True}) as r,
+        ):
+            opened.release()
+            for _ in r.iter_bytes():
+                pass
+
+    readers = [threading.Thread(target=follow, daemon=True) for _ in range(50)]
+    for reader in readers:
+        reader.start()
+    try:
+        for _ in readers:
+            assert opened.acquire(timeout=30), "a follower got no answer while the job was silent"
+        answered = http.get("/tuning-jobs/crowd").json()  # while all 50 follow
+        assert answered["training_job_status_counters"]["InProgress"] == 1
+        (job,) = http.get("/tuning-jobs/crowd/training-jobs").json()
+        assert "[Epoch 0]" not in (Path(job["workdir"]) / "log.txt").read_text()  # still silent
+    finally:
+        http.post("/tuning-jobs/crowd/stop")  # the service would keep its job for a restart
+    for reader in readers:
+        reader.join(60)
+        assert not reader.is_alive()
+
+
 def test_logs_follow_waits_for_a_job_that_has_not_started(server, http, sqlite_url, tmp_path):
     store = Store(sqlite_url)  # a tuning job held by another process, its job still Pending
     store.create_tuning_job("elsewhere", definition("elsewhere"), "other-host:1", ttl=3600)
