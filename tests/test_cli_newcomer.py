@@ -54,8 +54,9 @@ def test_five_failures_without_a_success_end_the_tuning_job_early(tmp_path):
     data["job_definition"]["static_hyperparameters"] = {"exit_code": 3}
     result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "early", "--no-progress")
     assert result.returncode == 1
-    assert "Failed (no training job succeeded after 5 attempts: 5x exited with code 3" in (
-        result.stdout
+    assert (
+        "Failed (no training job succeeded after 5 attempts (5 of 5 failed): 5x exited with code 3"
+        in (result.stdout)
     )
     as_json = json.loads(tuner(tmp_path, "describe", "early", "--json").stdout)
     assert as_json["training_job_status_counters"]["Failed"] == 5  # not 40
@@ -177,7 +178,6 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
     for url, reason in (
         (f"postgresql://me:secret@127.0.0.1:{_closed_port()}/tuner", "Connection refused"),
         (f"sqlite:///{garbage}", "file is not a database"),
-        (f"sqlite:///{garbage}/tuner.db", f"its folder {garbage} cannot be created"),
     ):
         result = tuner(tmp_path, "--storage", url, "list")
         assert result.returncode == 2, result.stderr
@@ -185,6 +185,14 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         assert result.stderr.startswith(f"tuner: error: storage {shown} cannot be used: ")
         assert reason in result.stderr and "Traceback" not in result.stderr
         assert "secret" not in result.stderr
+    in_the_way = f"sqlite:///{garbage}/tuner.db"  # a file where its folder would be
+    job = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
+    result = tuner(tmp_path, "--storage", in_the_way, "run", str(job))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"cannot be used: its folder {garbage} cannot be created" in result.stderr
+    missing = tuner(tmp_path, "--storage", f"sqlite:///{tmp_path}/typo/x.db", "list")
+    assert missing.returncode == 2 and "holds no tuning job" in missing.stderr
+    assert not (tmp_path / "typo").exists()  # reading a mistyped path leaves nothing behind
     assert garbage.read_text() == "these are my notes, not a database\n" * 10
 
 
@@ -215,7 +223,8 @@ def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path,
     assert result.returncode == 2, result.stderr
     assert f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {value!r}" in result.stderr
     assert "Traceback" not in result.stderr
-    assert tuner(tmp_path, "list").stdout.count("\n") == 1  # the header alone: nothing stored
+    listed = tuner(tmp_path, "list")  # nothing stored: no store, or only the header
+    assert "holds no tuning job" in listed.stderr or listed.stdout.count("\n") == 1
     serve = tuner(tmp_path, "serve", "--port", "0", env=lease)
     assert serve.returncode == 2 and "TUNER_LEASE_SECONDS must be" in serve.stderr
     assert "Traceback" not in serve.stderr

@@ -43,7 +43,7 @@ def _when(seconds: float | None) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     definition = TuningJobDefinition.load(args.config)
     flags = {"name": args.name, "tracking_uri": args.tracking_uri}
-    overrides = {key: value for key, value in flags.items() if value}
+    overrides = {key: value for key, value in flags.items() if value is not None}
     if overrides:  # checked as the file's values are
         definition = TuningJobDefinition.parse({**definition.to_json(), **overrides})
     if args.warm_start or args.warm_start_type:
@@ -250,11 +250,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     folder = args.out or f"tuner-runs/reports/{args.names[0]}"
-    return _print_report(Store(args.storage), args.names, folder, args.title or "Tuning report")
+    store = Store(args.storage, create=False)
+    return _print_report(store, args.names, folder, args.title or "Tuning report")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    store = Store(args.storage)
+    store = Store(args.storage, create=False)
     jobs = store.list_tuning_jobs(TuningStatus(args.status) if args.status else None)
     print(f"{'NAME':40} {'STATUS':11} {'STRATEGY':9} {'JOBS':>5} CREATED (UTC)")
     for job in jobs:
@@ -282,7 +283,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     """Ask for the stop, then (unless ``--no-wait``) wait until the tuning job has ended. Its
     process stops it; when no process holds it (its ``tuner run`` was killed, its lease ran
     out) this one takes it over as ``resume`` does, so its training jobs are stopped too."""
-    store = Store(args.storage)
+    store = Store(args.storage, create=False)
     record = store.request_stop(args.name)
     if args.wait and not record.status.terminal and record.lease_expires:
         until = datetime.fromtimestamp(record.lease_expires, UTC).strftime("%H:%M:%S UTC")

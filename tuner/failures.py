@@ -85,10 +85,11 @@ def no_success_reason(jobs: list[TrainingJob], early: bool) -> str:
     """The Failed reason of a tuning job none of whose training jobs succeeded."""
     failed = sum(j.status is TrainingStatus.FAILED for j in jobs)
     ended = sum(j.status.terminal for j in jobs)
+    counts = f"({failed} of {ended} failed)"  # with jobs in parallel, more than 5 may end
     head = (
-        f"no training job succeeded after {NO_SUCCESS_ATTEMPTS} attempts"
+        f"no training job succeeded after {NO_SUCCESS_ATTEMPTS} attempts {counts}"
         if early
-        else f"no training job succeeded ({failed} of {ended} failed)"
+        else f"no training job succeeded {counts}"
     )
     groups = failure_groups(jobs)
     return f"{head}: {describe_groups(groups)}" if groups else head

@@ -242,7 +242,7 @@ class HyperparameterTuner:
             client = ServiceClient(service_url, service_token)
             definition = client.describe(name)["definition"]
         else:
-            definition = Store(storage).get_tuning_job(name).definition
+            definition = Store(storage, create=False).get_tuning_job(name).definition
         tuner = cls.__new__(cls)
         tuner._init(TuningJobDefinition.parse(definition), storage, service_url, service_token)
         tuner.name = name

@@ -79,7 +79,7 @@ def default_url() -> str:
     return os.environ.get("TUNER_DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
-def _make_engine(url: str) -> Engine:
+def _make_engine(url: str, create: bool = True) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -88,6 +88,11 @@ def _make_engine(url: str) -> Engine:
         ) from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
+            if not create and not Path(parsed.database).exists():
+                raise StorageError(
+                    f"storage {_shown(url)} holds no tuning job: {parsed.database} does not "
+                    "exist (tuner run creates it; check --storage or TUNER_DATABASE_URL)"
+                )
             folder = Path(parsed.database).parent
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -203,11 +208,14 @@ def _finite_or_none(value: float | None) -> float | None:
 class Store:
     """SQL persistence for tuning jobs (see the module contract)."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, create: bool = True) -> None:
+        """Open (``create``: or create) the store at ``url``; ``StorageError`` naming it when it
+        cannot be used, or, without ``create``, when its SQLite file does not exist (reading
+        a mistyped path must not leave an empty store behind)."""
         url = url or default_url()
         self.url = url
         self.shown_url = _shown(url)
-        self.engine = _make_engine(url)
+        self.engine = _make_engine(url, create)
         try:
             _create_schema(self.engine)
         except DatabaseError as exc:  # no server there, refused, not a database file, ...
