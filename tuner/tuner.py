@@ -29,7 +29,7 @@ from typing import Any
 from tuner.analytics import TuningJobAnalytics
 from tuner.client import ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition
-from tuner.errors import TunerError, ValidationError
+from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
@@ -242,7 +242,11 @@ class HyperparameterTuner:
             client = ServiceClient(service_url, service_token)
             definition = client.describe(name)["definition"]
         else:
-            definition = Store(storage, create=False).get_tuning_job(name).definition
+            try:
+                store = Store(storage, create=False)
+            except NotFoundError as exc:  # no store there at all
+                raise NotFoundError(f"no tuning job named {name!r}: {exc}") from None
+            definition = store.get_tuning_job(name).definition
         tuner = cls.__new__(cls)
         tuner._init(TuningJobDefinition.parse(definition), storage, service_url, service_token)
         tuner.name = name

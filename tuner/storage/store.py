@@ -89,7 +89,7 @@ def _make_engine(url: str, create: bool = True) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             if not create and not Path(parsed.database).exists():
-                raise StorageError(
+                raise NotFoundError(
                     f"storage {_shown(url)} holds no tuning job: {parsed.database} does not "
                     "exist (tuner run creates it; check --storage or TUNER_DATABASE_URL)"
                 )
@@ -210,8 +210,8 @@ class Store:
 
     def __init__(self, url: str | None = None, create: bool = True) -> None:
         """Open (``create``: or create) the store at ``url``; ``StorageError`` naming it when it
-        cannot be used, or, without ``create``, when its SQLite file does not exist (reading
-        a mistyped path must not leave an empty store behind)."""
+        cannot be used; without ``create``, ``NotFoundError`` when its SQLite file does not
+        exist (reading a mistyped path must not leave an empty store behind)."""
         url = url or default_url()
         self.url = url
         self.shown_url = _shown(url)
