@@ -40,5 +40,5 @@ def test_an_identical_child_with_other_static_hyperparameters_is_refused(http):
     assert response.status_code == 400
     detail = response.json()["detail"]
     assert "needs the same job_definition.static_hyperparameters as parent 'parent'" in detail
-    assert "'epochs': 3" in detail and "'epochs': 2" in detail
+    assert "'epochs': '3'" in detail and "'epochs': '2'" in detail  # as argv words
     assert http.get("/tuning-jobs/child").status_code == 404
