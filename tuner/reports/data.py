@@ -73,9 +73,9 @@ def _merged(name: str, specs: list[dict[str, Any]], runs: list[Run]) -> dict[str
             "scaling_type": scalings.pop() if len(scalings) == 1 else "Linear",
         }
     used = [v for run in runs for j in run.jobs if (v := shown_value(run, j, name)) is not None]
-    numbers = [number(v) for v in used]
-    if used and all(n is not None for n in numbers):
-        low, high = min(numbers), max(numbers)  # type: ignore[type-var]
+    numbers = [n for v in used if (n := number(v)) is not None]
+    if used and len(numbers) == len(used):
+        low, high = min(numbers), max(numbers)
         return {"type": "continuous", "min_value": low, "max_value": high, "scaling_type": "Linear"}
     return {"type": "categorical", "values": _distinct(used)}
 
