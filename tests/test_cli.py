@@ -230,6 +230,21 @@ def test_check_metrics_shows_what_the_regexes_extract(tmp_path):
     assert "objective accuracy (Last) = 0.9" in result.stdout
 
 
+def test_check_metrics_says_how_many_values_were_not_finite(tmp_path):
+    """It listed -inf, then printed a min over the finite values alone, unmarked."""
+    log = tmp_path / "sample.log"
+    log.write_text("score=0.5\nscore=-inf\nscore=nan\nscore=2\n")
+    metrics = [{"Name": "score", "Regex": r"score=(\S+)"}]
+    config = write(
+        tmp_path, definition(tmp_path, objective_metric_name="score", metric_definitions=metrics)
+    )
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert (
+        "score (objective): 4 values [0.5, -inf, nan ...] last=2 min=0.5 max=2 (2 not finite)"
+        in (result.stdout)
+    )
+
+
 def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
     log = tmp_path / "sample.log"
     log.write_text("training: accuracy=0.5\n")

@@ -399,6 +399,7 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
         print(
             f"  {metric.name}{marker}: {len(values)} values [{shown}] last={values[-1]:g}"
             + (f" min={min(finite):g} max={max(finite):g}" if finite else "")
+            + (f" ({len(values) - len(finite)} not finite)" if len(finite) < len(values) else "")
         )
         if marker:
             found_objective = True

@@ -118,8 +118,17 @@ class JobDefinition(_Strict):
     @classmethod
     def _no_nul(cls, value: dict[str, Any]) -> dict[str, Any]:
         for k, v in value.items():
-            if "\x00" in k or "\x00" in str(v) or "=" in k or not k:
-                raise ValueError(f"names and values cannot be empty or hold NUL or '=', got {k!r}")
+            if "\x00" in k or "=" in k or not k:
+                raise ValueError(f"names cannot be empty or hold NUL or '=', got {k!r}")
+            if "\x00" in str(v):
+                raise ValueError(f"values cannot hold NUL, got {k!r}: {v!r:.80}")
+        return value
+
+    @field_validator("working_directory")
+    @classmethod
+    def _folder(cls, value: str | None) -> str | None:
+        if value is not None and (not value or "\x00" in value):
+            raise ValueError(f"working_directory must be a path without NUL, got {value!r:.80}")
         return value
 
     @field_validator("gpus_per_job")

@@ -126,6 +126,18 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         True,
     ),
     (
+        "nul-environment-value",  # the refusal named the key only
+        _set("job_definition.environment", {"A": "x\x00y"}),
+        ["values cannot hold NUL", "'A': 'x\\x00y'"],
+        False,
+    ),
+    (
+        "nul-working-directory",  # accepted before; every job then failed to start
+        _set("job_definition.working_directory", "/tmp/a\x00b"),
+        ["working_directory must be a path without NUL", "'/tmp/a\\x00b'"],
+        False,
+    ),
+    (
         "gpus-inf",
         _set("job_definition.gpus_per_job", math.inf),
         ["gpus_per_job", "finite number", "inf"],
