@@ -108,6 +108,7 @@ class TuningJobDescription(BaseModel):
     ended_at: float | None
     owner: str | None
     warm_start: dict[str, Any] | None = None
+    strategy_state: dict[str, Any] | None = None  # Strategy.describe() after its last ask
     definition: dict[str, Any]
 
 

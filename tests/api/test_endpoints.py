@@ -77,6 +77,15 @@ def test_create_watch_and_inspect_a_tuning_job(http):
     assert page.text.count("data:image/png;base64,") == 4
 
 
+def test_describe_shows_the_strategys_state(http):
+    """README promises ``restarts`` in describe; the REST schema dropped the field."""
+    body = definition("bayes-state", strategy="Bayesian", max_jobs=3, max_parallel_jobs=1)
+    assert http.post("/tuning-jobs", json=body).status_code == 201
+    done = wait_status(http, "bayes-state", {"Completed"})
+    assert done["strategy_state"]["engine"] == "native"
+    assert done["strategy_state"]["restarts"] == 0
+
+
 def test_logs_follow_streams_until_the_job_ends(http):
     http.post("/tuning-jobs", json=definition("follow", sleep=2.0, max_jobs=1, max_parallel_jobs=1))
     deadline = time.monotonic() + 30
