@@ -438,22 +438,22 @@ class TuningJobDefinition(_Strict):
 def _check_text(value: Any, where: str) -> None:
     """Every text of the definition (keys too) is Unicode that UTF-8 can encode: a lone
     surrogate (JSON's ``\\ud800``) cannot be written to a log, argv or a response."""
-    texts = [(where, value)] if isinstance(value, str) else []
-    if isinstance(value, dict):
-        texts = [(f"{where}.{k}".lstrip("."), k) for k in value if isinstance(k, str)]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{where}: text must be encodable as UTF-8 (no lone surrogate), got "
+                f"{value!r:.80} ({exc.reason} at character {exc.start})"
+            ) from None
+    elif isinstance(value, dict):
         for key, item in value.items():
-            _check_text(item, f"{where}.{key}".lstrip("."))
+            place = f"{where}.{key}".lstrip(".")
+            _check_text(key, place)
+            _check_text(item, place)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_text(item, f"{where}[{i}]")
-    for place, text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(
-                f"{place}: text must be encodable as UTF-8 (no lone surrogate), got "
-                f"{text!r:.80} ({exc.reason} at character {exc.start})"
-            ) from None
 
 
 def read_yaml_file(path: str | Path, what: str) -> Any:

@@ -100,7 +100,7 @@ def shown_value(run: Run, job: TrainingJob, name: str) -> Any:
     return static.get(name)
 
 
-def _shown(run: Run, job: TrainingJob, names: list[str]) -> dict[str, Any]:
+def _with_static(run: Run, job: TrainingJob, names: list[str]) -> dict[str, Any]:
     """The job's hyperparameters, with its run's static values of ``names`` it did not tune."""
     values = {n: v for n in names if (v := shown_value(run, job, n)) is not None}
     return {**values, **job.hyperparameters}
@@ -292,13 +292,17 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "tuning_job": run.record.name,
                 "training_job": j.name,
                 "objective": j.objective,
-                "hyperparameters": _shown(run, j, names),
+                "hyperparameters": _with_static(run, j, names),
                 "artifacts_uri": j.artifacts_uri,
             }
             for run, j in completed[:10]
         ],
         "points": [
-            {"arm": run.arm, "objective": j.objective, "hyperparameters": _shown(run, j, names)}
+            {
+                "arm": run.arm,
+                "objective": j.objective,
+                "hyperparameters": _with_static(run, j, names),
+            }
             for run, j in completed
         ],
         "failed_jobs": [

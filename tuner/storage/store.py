@@ -97,10 +97,8 @@ def _make_engine(url: str, create: bool = True) -> Engine:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # a file in the way, no permission, a read-only place
-                raise StorageError(
-                    f"storage {_shown(url)} cannot be used: its folder {folder} cannot be "
-                    f"created ({exc.strerror or exc})"
-                ) from None
+                reason = f"its folder {folder} cannot be created ({exc.strerror or exc})"
+                raise _unusable(url, reason) from None
         engine = create_engine(parsed, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")
@@ -115,10 +113,11 @@ def _make_engine(url: str, create: bool = True) -> Engine:
     try:
         return create_engine(parsed, pool_pre_ping=True)
     except NoSuchModuleError:  # a scheme SQLAlchemy has no dialect for (``bogus://``)
-        raise StorageError(
-            f"storage {_shown(url)} cannot be used: no database dialect is named "
-            f"{parsed.drivername!r} (e.g. sqlite:///tuner.db, postgresql://user@host/db)"
-        ) from None
+        reason = (
+            f"no database dialect is named {parsed.drivername!r} (e.g. sqlite:///tuner.db, "
+            "postgresql://user@host/db)"
+        )
+        raise _unusable(url, reason) from None
     except ImportError as exc:  # the URL's driver is not installed
         extra = "postgres" if parsed.get_backend_name() == "postgresql" else None
         hint = f": pip install 'tuner[{extra}]'" if extra else ""
@@ -153,6 +152,10 @@ def _create_schema(engine: Engine, attempts: int = 5) -> None:
             if attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
+
+
+def _unusable(url: str, reason: str) -> StorageError:
+    return StorageError(f"storage {_shown(url)} cannot be used: {reason}")
 
 
 def _shown(url: str) -> str:
@@ -220,8 +223,7 @@ class Store:
             _create_schema(self.engine)
         except DatabaseError as exc:  # no server there, refused, not a database file, ...
             self.engine.dispose()
-            reason = str(exc.orig or exc).strip().splitlines()[0]
-            raise StorageError(f"storage {self.shown_url} cannot be used: {reason}") from None
+            raise _unusable(url, str(exc.orig or exc).strip().splitlines()[0]) from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
@@ -484,10 +486,9 @@ class Store:
         None means best first (by the definition's ``objective_type``), and jobs whose
         objective did not succeed (none, ``inf`` read from a log, a failed or early-stopped
         job's last value) come after those whose did, in either direction; otherwise None
-        means ascending. ``status``
-        keeps one status; ``limit`` and ``offset`` page (a page shorter than ``limit`` is the
-        last). Raises ``ValidationError`` for an unknown ``sort_by``, a ``limit`` below 1 or a
-        negative ``offset``."""
+        means ascending. ``status`` keeps one status; ``limit`` and ``offset`` page (a page
+        shorter than ``limit`` is the last). Raises ``ValidationError`` for an unknown
+        ``sort_by``, a ``limit`` below 1 or a negative ``offset``."""
         if sort_by not in TRAINING_SORT_KEYS:
             raise ValidationError(
                 f"sort_by must be one of {', '.join(TRAINING_SORT_KEYS)}, got {sort_by!r}"
