@@ -110,6 +110,14 @@ def test_unparsed_captures_are_reported():
     assert parser.unparsed[0].text == "..."
 
 
+def test_digits_outside_ascii_are_not_numbers():
+    wide = MetricDefinition("score", r"score=(\S+)")
+    log = "score=\u0661\u0662\nscore=\uff13\nscore=0.5\n".encode()  # float() reads 12, 3
+    points, parser = parse_log(log, [wide])
+    assert [p.value for p in points] == [0.5]
+    assert [u.text for u in parser.unparsed] == ["\u0661\u0662", "\uff13"]
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

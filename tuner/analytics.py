@@ -68,10 +68,13 @@ class TuningJobAnalytics:
         target = Path(path)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            self.dataframe().to_csv(target, index=False)
+            self.dataframe().to_csv(target, index=False, date_format=CSV_TIME_FORMAT)
         except OSError as exc:
             raise TunerError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
         return target
+
+
+CSV_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # ISO 8601 in UTC, to the microsecond
 
 
 def _time(seconds: float | None) -> pd.Timestamp | None:

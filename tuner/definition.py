@@ -435,6 +435,20 @@ class TuningJobDefinition(_Strict):
         return self.model_dump(mode="json")
 
 
+def check_working_directory(job: JobDefinition) -> None:
+    """Raise ``ValidationError`` when a local launcher's ``working_directory`` is not a folder.
+
+    Called when a tuning job is created (every job would fail at start otherwise), not when a
+    stored definition is read again: the folder may have gone since. Docker and Slurm resolve
+    the path on their own hosts, so it is not checked for them."""
+    folder = job.working_directory
+    if job.launcher == "local" and folder is not None and not Path(folder).is_dir():
+        raise ValidationError(
+            f"job_definition.working_directory must be an existing folder for the local "
+            f"launcher, got {folder!r:.200}"
+        )
+
+
 def _check_text(value: Any, where: str) -> None:
     """Every text of the definition (keys too) is Unicode that UTF-8 can encode: a lone
     surrogate (JSON's ``\\ud800``) cannot be written to a log, argv or a response."""

@@ -224,13 +224,16 @@ class LogMetricParser:
 
 
 def parse_number(text: str | None) -> float | None:
-    """The float a captured text spells (``nan``, ``inf``, ``1e-3`` ...), or None."""
+    """The float a captured text spells in ASCII (``nan``, ``inf``, ``1e-3`` ...), or None."""
     if text is None:
         return None
-    if "_" in text:  # float() would read "1_000" as 1000; a log means something else
+    text = text.strip()
+    # float() would read "1_000" as 1000 and "١٢" (Arabic-Indic digits) as 12: a log means
+    # something else by either
+    if "_" in text or not text.isascii():
         return None
     try:
-        return float(text.strip())
+        return float(text)
     except ValueError:
         return None
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuner.definition import TuningJobDefinition
+from tuner.definition import TuningJobDefinition, check_working_directory
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
@@ -65,6 +65,7 @@ class TuningService:
                 or str(self.runs_dir),
             }
         )
+        check_working_directory(jd)
         definition = definition.model_copy(update={"name": name, "job_definition": jd})
         warm = resolve(self.store, definition)  # parents checked: a refusal stores nothing
         record = self.store.create_tuning_job(

@@ -28,7 +28,7 @@ from typing import Any
 
 from tuner.analytics import TuningJobAnalytics
 from tuner.client import ServiceClient
-from tuner.definition import JobDefinition, TuningJobDefinition
+from tuner.definition import JobDefinition, TuningJobDefinition, check_working_directory
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
@@ -195,6 +195,8 @@ class HyperparameterTuner:
             }
         )
         self._init(definition, storage, service_url, service_token)
+        if not service_url:  # a service checks its own folders
+            check_working_directory(definition.job_definition)
 
     def _init(
         self,
@@ -226,6 +228,8 @@ class HyperparameterTuner:
             dict(definition) if isinstance(definition, Mapping) else definition
         )
         tuner._init(parsed, storage, service_url, service_token)
+        if not service_url:  # a service checks its own folders
+            check_working_directory(parsed.job_definition)
         return tuner
 
     @classmethod
@@ -302,6 +306,7 @@ class HyperparameterTuner:
                 ),
             }
         )
+        check_working_directory(definition.job_definition)
         owner = process_owner()
         scheduler = Scheduler(  # first: a missing extra or launcher error records nothing
             definition,

@@ -138,6 +138,12 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         False,
     ),
     (
+        "missing-working-directory",  # accepted before; every job then failed to start
+        _set("job_definition.working_directory", "/nonexistent/qa-folder"),
+        ["must be an existing folder for the local launcher", "'/nonexistent/qa-folder'"],
+        False,
+    ),
+    (
         "gpus-inf",
         _set("job_definition.gpus_per_job", math.inf),
         ["gpus_per_job", "finite number", "inf"],

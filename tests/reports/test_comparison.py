@@ -181,7 +181,9 @@ def test_cli_compare_then_report(tmp_path):
     assert {"x", "y"} <= set(export.columns) and "hyperparameters" not in csv.columns
     mine = csv[csv["TuningJobName"] == "cmp-bayes-s3"].reset_index(drop=True)
     pd.testing.assert_frame_equal(mine[list(export.columns)], export)
-    assert str(export["TrainingEndTime"][0]).startswith("20")  # ISO times, not epoch floats
+    iso = r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"  # ISO 8601, not pandas' own form
+    assert export["TrainingEndTime"].str.fullmatch(iso).all()
+    assert csv["TrainingStartTime"].str.fullmatch(iso).all()
     markdown = (folder / "report.md").read_text()
     assert "| arm | strategy |" in markdown and "![best_by_jobs.png](best_by_jobs.png)" in markdown
     html = (folder / "report.html").read_text()

@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from tuner.analytics import CSV_TIME_FORMAT
 from tuner.reports.data import number
 
 COLOURS = [
@@ -480,7 +481,7 @@ def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[s
     markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
     paths["markdown"].write_text("\n".join(markdown))
     paths["json"].write_text(json.dumps(data, indent=1, default=str))
-    jobs_frame(data).to_csv(paths["csv"], index=False)
+    jobs_frame(data).to_csv(paths["csv"], index=False, date_format=CSV_TIME_FORMAT)
     return paths
 
 
