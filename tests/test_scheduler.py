@@ -276,3 +276,41 @@ def test_each_strategy_runs_through_the_scheduler(tmp_path, sqlite_url, strategy
     jobs = tuner.training_jobs()
     assert len(jobs) == 4 and all(j.status is TrainingStatus.COMPLETED for j in jobs)
     assert len({json.dumps(j.hyperparameters, sort_keys=True) for j in jobs}) == 4
+
+
+def test_a_launcher_that_fails_while_stopping_still_ends_the_tuning_job(tmp_path, sqlite_url):
+    """An engine gone mid-run raised out of the shutdown too: the tuning job stayed InProgress
+    with its training jobs, and nothing said so."""
+    from tuner.launchers import LocalLauncher
+
+    class Broken(LocalLauncher):
+        broken = False
+
+        def poll(self, handle):
+            if self.broken:
+                raise ConnectionError("the engine went away")
+            status = super().poll(handle)
+            self.broken = status.running  # fails from the first poll of a running job on
+            return status
+
+    tuner = make_tuner(tmp_path, sqlite_url, {"sleep": 60}, max_jobs=1)
+    store = Store(sqlite_url)
+    d = tuner.definition.model_copy(update={"name": "broken"})
+    store.create_tuning_job("broken", d.to_json())
+    launcher = Broken()
+    with pytest.raises(ConnectionError):
+        Scheduler(d, "broken", store, launcher=launcher, poll_interval=0.05).run()
+    record = store.get_tuning_job("broken")
+    assert record.status is TuningStatus.FAILED
+    assert record.status_reason == "internal error: ConnectionError: the engine went away"
+    (job,) = store.list_training_jobs("broken")
+    assert job.status is TrainingStatus.FAILED
+    assert job.failure_reason == (
+        "the tuner ended (internal error: ConnectionError: the engine went away) and could not "
+        "stop it; it may run on"
+    )
+    launcher.broken = False  # the job still runs: end it
+    for handle in list(launcher._jobs):
+        LocalLauncher.stop(launcher, handle)
+        while LocalLauncher.poll(launcher, handle).running:
+            time.sleep(0.05)

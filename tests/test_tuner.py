@@ -236,6 +236,17 @@ BAD = [
         "gpus_per_job=0.25 on Slurm needs slurm_shards_per_gpu",
     ),
     (
+        {
+            "job_definition": {
+                "command": ["x"],
+                "launcher": "slurm",
+                "gpus_per_job": 0.5,
+                "slurm_shards_per_gpu": 3,
+            }
+        },  # stored, then an internal error at the first start
+        "times slurm_shards_per_gpu=3 must be a whole number of shards, got 1.5",
+    ),
+    (
         {"job_definition": {"command": ["x"], "launcher": "slurm", "slurm_options": ["-p x"]}},
         "slurm_options must be like --qos=high, got '-p x'",
     ),

@@ -167,6 +167,9 @@ class JobDefinition(_Strict):
                     f"gpus_per_job={self.gpus_per_job:g} on Slurm needs slurm_shards_per_gpu "
                     "(the shards the cluster's gres.conf gives each GPU)"
                 )
+            from tuner.launchers.slurm import sbatch_resources
+
+            sbatch_resources(self.gpus_per_job, self.slurm_shards_per_gpu)  # whole shards
             return self
         if self.launcher == "docker" and not self.image:
             raise ValueError("launcher='docker' needs an image")

@@ -81,6 +81,7 @@ log = logging.getLogger("tuner.scheduler")
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
 MIN_SLEEP = 0.005
+UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
 
 
@@ -238,8 +239,13 @@ class Scheduler:
             self._end(TuningStatus.STOPPED, "interrupted")
             raise
         except Exception as exc:
-            self._shutdown()
-            self._end(TuningStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            try:
+                self._shutdown()
+            except Exception:  # the launcher itself fails (its engine went away, say)
+                log.exception("%s: its running jobs could not be stopped", self.name)
+                self._abandon(reason)
+            self._end(TuningStatus.FAILED, reason)
             raise
         self._shutdown()
         return self._end(status, reason)
@@ -490,7 +496,7 @@ class Scheduler:
             )
         elif exit_code is None:  # never guessed: a launcher that cannot tell says None
             outcome = TrainingStatus.FAILED
-            reason = f"its exit status could not be read after the tuner re-attached to it{last}"
+            reason = f"{status.note or UNREAD_EXIT}{last}"
         elif exit_code != 0:
             outcome, reason = TrainingStatus.FAILED, f"{exit_reason(exit_code)}{last}"
         elif objective is None:
@@ -668,6 +674,16 @@ class Scheduler:
         if self._upload_pool is not None:
             self._upload_pool.shutdown()
         self.launcher.close()
+
+    def _abandon(self, reason: str) -> None:
+        """Record every job still running as Failed: the launcher could not stop them."""
+        for name in list(self.running):
+            del self.running[name]
+            self.store.finish_training_job(
+                name,
+                TrainingStatus.FAILED,
+                failure_reason=f"the tuner ended ({reason}) and could not stop it; it may run on",
+            )
 
     def _emit(self, kind: str, job: TrainingJob) -> None:
         if kind == "started":

@@ -134,7 +134,8 @@ def test_sigterm_ignored_means_sigkill_after_the_grace_period(make, tmp_path):
     launcher.stop(h)
     status, _ = wait(launcher, h)
     assert status.exit_code == -9
-    assert 0.4 < time.monotonic() - began < 10
+    # Slurm's plain scancel left the kill to KillWait (5 s on the test cluster, 30 s by default)
+    assert 0.4 < time.monotonic() - began < 4
 
 
 def test_max_runtime_stops_the_job(make, tmp_path):

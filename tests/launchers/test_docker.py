@@ -12,6 +12,7 @@ from tests.conftest import FAKE_TRAIN
 from tests.launchers.docker_image import PYTHON
 from tuner import ContinuousParameter, HyperparameterTuner, ValidationError
 from tuner.launchers import LaunchSpec
+from tuner.launchers.docker import LABEL
 
 
 @pytest.fixture
@@ -140,7 +141,6 @@ def test_early_stopping_stops_containers(tmp_path, docker_host, docker_image):
     import docker
 
     from tests.test_early_stopping import CURVE, check_median_outcome
-    from tuner.launchers.docker import LABEL
 
     tuner = HyperparameterTuner(
         job_definition={
@@ -175,3 +175,89 @@ def test_early_stopping_stops_containers(tmp_path, docker_host, docker_image):
                 assert (Path(j.workdir) / "output" / "terminated").exists()  # got SIGTERM
     finally:
         client.close()
+
+
+def _until_ended(launcher, handle: str, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while (status := launcher.poll(handle)).running:
+        assert time.monotonic() < deadline, f"{handle} did not end"
+        time.sleep(0.05)
+    return status
+
+
+def _exited(launcher, handle: str) -> None:
+    container = launcher.client.containers.get(handle.split(":")[1])
+    deadline = time.monotonic() + 30
+    while container.status != "exited":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        container.reload()
+
+
+def test_a_container_removed_behind_the_tuners_back_fails_saying_so(launcher, tmp_path):
+    """It was reported as 'could not be read after the tuner re-attached', with no re-attach."""
+    spec = LaunchSpec("removed", [PYTHON, "-c", "import time; time.sleep(30)"], tmp_path / "r")
+    handle = launcher.start(spec)
+    launcher.client.containers.get(handle.split(":")[1]).remove(force=True)
+    status = _until_ended(launcher, handle)
+    assert status.exit_code is None
+    assert status.note == "its container was removed (not by the tuner) before its end was read"
+
+
+def test_an_ended_container_stays_until_its_log_is_copied(launcher, tmp_path, monkeypatch):
+    """A 1.5 GB log outlasted a 10 s wait: the container was removed with the log's last
+    77 MB, the objective among them, and the job that had succeeded was recorded Failed."""
+    import threading
+
+    from tuner.launchers import docker as docker_launcher
+
+    spec = LaunchSpec("drain", [PYTHON, "-c", "print('accuracy=0.5')"], tmp_path / "d")
+    handle = launcher.start(spec)
+    copied, stalled = threading.Event(), threading.Event()
+    launcher._jobs[handle].follower = threading.Thread(target=copied.wait, daemon=True)
+    launcher._jobs[handle].follower.start()  # a copy of the log that has not finished yet
+    _exited(launcher, handle)
+    for _ in range(3):
+        assert launcher.poll(handle).running  # and the poll returns at once
+        assert launcher.client.containers.list(all=True, filters={"label": f"{LABEL}=drain"})
+    copied.set()
+    assert _until_ended(launcher, handle).exit_code == 0
+    assert not launcher.client.containers.list(all=True, filters={"label": f"{LABEL}=drain"})
+
+    monkeypatch.setattr(docker_launcher, "LOG_DRAIN_STALL", 0.3)
+    stuck = launcher.start(LaunchSpec("stuck", [PYTHON, "-c", "pass"], tmp_path / "s"))
+    launcher._jobs[stuck].follower = threading.Thread(target=stalled.wait, daemon=True)
+    launcher._jobs[stuck].follower.start()  # a copy that never ends: given up on
+    _exited(launcher, stuck)
+    assert launcher.poll(stuck).running
+    time.sleep(0.4)
+    assert _until_ended(launcher, stuck, timeout=5).exit_code == 0
+    stalled.set()
+
+
+def test_an_engine_that_stops_answering_ends_its_jobs_saying_so(launcher, tmp_path, monkeypatch):
+    """A stopped engine raised requests' ConnectionError out of poll (not a DockerException):
+    a traceback, and the tuning job left InProgress."""
+    import requests
+
+    from tuner.launchers import docker as docker_launcher
+
+    monkeypatch.setattr(docker_launcher, "ENGINE_PATIENCE", 0.5)
+    spec = LaunchSpec("cut", [PYTHON, "-c", "import time; time.sleep(30)"], tmp_path / "c")
+    handle = launcher.start(spec)
+    job = launcher._jobs[handle]
+    container = job.container
+
+    def unreachable(*args, **kwargs):
+        raise requests.exceptions.ConnectionError("connection refused (engine stopped)")
+
+    monkeypatch.setattr(container, "reload", unreachable)
+    monkeypatch.setattr(container, "kill", unreachable)
+    launcher.stop(handle)  # does not raise either
+    assert launcher.poll(handle).running  # a blip is waited out ...
+    time.sleep(0.6)
+    status = launcher.poll(handle)  # ... an outage is not
+    assert not status.running and status.exit_code is None
+    assert status.note is not None and "did not answer for 0.5s" in status.note
+    assert "connection refused (engine stopped)" in status.note
+    launcher.client.containers.get(container.id).remove(force=True)

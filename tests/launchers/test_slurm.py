@@ -216,9 +216,56 @@ def test_a_job_that_aged_out_of_slurm_is_taken_from_its_log(tmp_path):
     launcher = SlurmLauncher()
     assert launcher.adopt("slurm:987654:old", spec)  # no such job in scontrol any more
     status = launcher.poll("slurm:987654:old")
-    assert not status.running and status.exit_code is None
+    assert not status.running and status.exit_code is None  # killed: no status was kept
     assert launcher.read_logs("slurm:987654:old") == b"accuracy=0.7\n"
     assert not SlurmLauncher().adopt("slurm:987655:gone", LaunchSpec("gone", ["true"], tmp_path))
+
+
+@pytest.mark.parametrize(("kept", "code"), [("0", 0), ("3", 3), ("143", -15)])
+def test_an_aged_out_job_without_accounting_ends_as_its_script_kept(tmp_path, kept, code):
+    """Without sacct, a job Slurm forgot (a tuner down past MinJobAge) was always Failed."""
+    spec = LaunchSpec(name="old", argv=["true"], workdir=tmp_path / "old")
+    spec.workdir.mkdir()
+    (spec.workdir / "log.txt").write_text("accuracy=0.7\n")
+    (spec.workdir / "exit_code").write_text(f"{kept}\n")
+    launcher = SlurmLauncher()
+    assert launcher.adopt("slurm:987656:old", spec)
+    status = launcher.poll("slurm:987656:old")
+    assert not status.running and status.exit_code == code and status.note is None
+    assert status.ended_at == (spec.workdir / "exit_code").stat().st_mtime
+
+
+def test_the_job_script_keeps_the_status_and_refuses_a_missing_folder(tmp_path):
+    """Slurm ran a job whose working directory was missing in /tmp, and it could succeed."""
+    launcher = SlurmLauncher(poll_interval=0.1)
+    ok = LaunchSpec("ok", [sys.executable, "-c", "import os; print(os.getcwd())"], tmp_path / "ok")
+    missing = LaunchSpec("missing", ["true"], tmp_path / "missing", cwd=tmp_path / "no-such")
+    handles = [launcher.start(ok), launcher.start(missing)]
+    ended = {h: _wait(launcher, h) for h in handles}
+    assert ended[handles[0]].exit_code == 0
+    assert (ok.workdir / "exit_code").read_text() == "0\n"
+    assert (ok.workdir / "log.txt").read_text().strip() == str(ok.workdir)
+    assert ended[handles[1]].exit_code == 1
+    log = (missing.workdir / "log.txt").read_text()
+    assert f"tuner: cannot run in working_directory '{tmp_path / 'no-such'}'" in log
+
+
+def test_a_job_cancelled_in_the_queue_fails_naming_it(tmp_path):
+    """A job scancelled before it started ended 0:0 and failed as 'objective never reported'."""
+    launcher = SlurmLauncher(poll_interval=0.1, sbatch_options=["--begin=now+3600"])
+    handle = launcher.start(LaunchSpec("queued", ["true"], tmp_path / "queued"))
+    subprocess.run(["scancel", handle.split(":")[1]], check=True)
+    status = _wait(launcher, handle)
+    assert status.exit_code is None and status.began_at is None
+    assert status.note == "Slurm ended it before it started in state CANCELLED (exit code 0)"
+
+
+def _wait(launcher: SlurmLauncher, handle: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while (status := launcher.poll(handle)).running:
+        assert time.monotonic() < deadline, f"{handle} did not end"
+        time.sleep(0.1)
+    return status
 
 
 def test_an_image_runs_through_the_container_command(tmp_path, sqlite_url):
@@ -255,6 +302,7 @@ def test_slurm_text_helpers():
     assert _expand_indices("0,2-3") == ["0", "2", "3"]
     assert _exit_code("3:0", "FAILED") == 3 and _exit_code("0:15", "CANCELLED") == -15
     assert _exit_code("0:125", "OUT_OF_MEMORY") == -9  # the memory limit's kill is SIGKILL
+    assert _exit_code("143:0", "FAILED") == -15  # the job script's status for a SIGTERM
     assert _exit_code("", "FAILED") is None
     record = _fields("JobId=7 JobName=a Command=/x.sh --lr 0.1 WorkDir=/w")
     assert record["JobId"] == "7" and record["Command"] == "/x.sh --lr 0.1"

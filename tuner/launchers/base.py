@@ -51,6 +51,8 @@ class JobStatus:
     in a queue (a cluster launcher), so queue time and training time can be told apart.
     ``ended_at`` (epoch seconds) is when an ended job ended, where the launcher can tell (a job
     that ended while no tuner watched it is judged against ``max_runtime`` by it).
+    ``note`` says why an ended job's exit code is None, where the launcher knows (the container
+    was removed, the cluster cancelled it before it started); it becomes the failure reason.
     """
 
     running: bool
@@ -60,6 +62,7 @@ class JobStatus:
     gpus: str | None = None
     began_at: float | None = None
     ended_at: float | None = None
+    note: str | None = None
 
 
 class Launcher(ABC):

@@ -13,8 +13,12 @@ limit, else the engine's cores divided by ``parallel_jobs``).
 Containers run with ``docker-init`` as PID 1 (signals reach the job), no new privileges and
 every capability dropped; nothing privileged. Logs stream from the engine into
 ``<workdir>/log.txt``. Stopping sends SIGTERM, then SIGKILL after the grace period. An ended
-container is removed once its log has been read. Exit codes of jobs killed by a signal are
-reported as ``-signal``, as for local processes.
+container is removed once its whole log has been copied (a job is reported running until then,
+unless the copy makes no progress for ``LOG_DRAIN_STALL`` seconds). Exit codes of jobs killed by
+a signal are reported as ``-signal``, as for local processes.
+An engine that stops answering is asked again at each poll; a job whose engine has not answered
+for ``ENGINE_PATIENCE`` seconds is reported ended with an unknown exit code and a note saying so
+(its container may still run if the engine comes back with live-restore).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
 
 LABEL = "tuner.training-job"
+LOG_DRAIN_STALL = 30.0  # seconds without log growth after which an ended job's copy gives up
+ENGINE_PATIENCE = 120.0  # seconds an unanswering engine is waited for, per job
 
 
 @dataclass
@@ -42,6 +48,10 @@ class _Container(TrackedJob):
     container: Any = None
     exit_code: int | None = None
     follower: threading.Thread | None = None
+    state: dict[str, Any] | None = None  # the engine's State of the ended container
+    log_size: int = -1  # while the log is drained: its size at the last growth ...
+    log_grew: float = 0.0  # ... and when that was (time.monotonic())
+    unreachable_since: float | None = None  # time.monotonic() of the first failed poll
 
 
 def _exit_code(raw: int) -> int:
@@ -183,30 +193,71 @@ class DockerLauncher(TrackedLauncher[_Container]):
         job = self._job(handle)
         if job.finished:
             return self._ended(job, job.exit_code)
+        if job.state is None:
+            try:
+                job.container.reload()
+                state = job.container.attrs["State"]
+            except docker.errors.NotFound:
+                state = {"Status": "removed", "ExitCode": None}
+            except _ENGINE_ERRORS as exc:
+                return self._unreachable(job, exc)
+            job.unreachable_since = None
+            if state["Status"] in ("created", "running", "restarting", "paused"):
+                return self._still_running(job)
+            job.state = state
+        if self._draining(job):  # ended, its log still being copied: not yet removed
+            return JobStatus(True, None, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+        return self._end(job, job.state)
+
+    def _draining(self, job: _Container) -> bool:
+        """Whether the ended job's log is still being copied (and grew lately)."""
+        if job.follower is None or not job.follower.is_alive():
+            return False
         try:
-            job.container.reload()
-            state = job.container.attrs["State"]
-        except docker.errors.NotFound:
-            state = {"Status": "removed", "ExitCode": None}
-        if state["Status"] in ("created", "running", "restarting", "paused"):
-            return self._still_running(job)
-        if job.follower is not None:
-            job.follower.join(10)
+            size = (job.spec.workdir / LOG_FILE).stat().st_size
+        except OSError:
+            size = 0
+        now = time.monotonic()
+        if size != job.log_size:
+            job.log_size, job.log_grew = size, now
+        return now - job.log_grew < LOG_DRAIN_STALL
+
+    def _end(self, job: _Container, state: dict[str, Any]) -> JobStatus:
+        import docker
+
         raw = state.get("ExitCode")
         job.exit_code = None if raw is None else _exit_code(int(raw))
         job.ended_at = _epoch(state.get("FinishedAt", ""))
         if state.get("OOMKilled"):
             job.exit_code = -signal.SIGKILL
+        if state["Status"] == "removed":
+            job.note = "its container was removed (not by the tuner) before its end was read"
         job.finished = True
         self.slots.release(job.spec.name)
-        with contextlib.suppress(docker.errors.DockerException):
+        with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
             job.container.remove(force=True)
         return self._ended(job, job.exit_code)
+
+    def _unreachable(self, job: _Container, exc: Exception) -> JobStatus:
+        """A poll the engine did not answer: still running, until ``ENGINE_PATIENCE``."""
+        now = time.monotonic()
+        if job.unreachable_since is None:
+            job.unreachable_since = now
+        if now - job.unreachable_since < ENGINE_PATIENCE:
+            return JobStatus(True, None, job.timed_out, job.stopped, ",".join(job.gpus) or None)
+        job.note = (
+            f"the Docker engine did not answer for {ENGINE_PATIENCE:g}s, so its end could not be "
+            f"read (its container may still run): {str(exc)[:300]}"
+        )
+        job.finished = True
+        self.slots.release(job.spec.name)
+        return self._ended(job, None)
 
     def _signal(self, job: _Container, sig: int) -> None:
         import docker
 
-        with contextlib.suppress(docker.errors.DockerException):  # it ended meanwhile
+        # it ended meanwhile, or the engine does not answer (poll reports that)
+        with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
             job.container.kill(signal=int(sig))
 
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
@@ -232,6 +283,19 @@ class DockerLauncher(TrackedLauncher[_Container]):
     def close(self) -> None:
         """Close the engine connection; log streams of this launcher end with it."""
         self.client.close()
+
+
+def _engine_errors() -> tuple[type[Exception], ...]:
+    """What the Docker SDK raises when the engine does not answer at all (a stopped engine's
+    socket, a network cut): ``requests``' errors, which are not ``DockerException``."""
+    try:
+        import requests
+    except ImportError:  # without the docker extra nothing here runs
+        return ()
+    return (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
+
+
+_ENGINE_ERRORS = _engine_errors()
 
 
 def _epoch(stamp: str) -> float | None:

@@ -1,9 +1,13 @@
 """Training jobs as Slurm batch jobs: ``sbatch`` to submit, ``scontrol`` to watch, ``scancel``
 to stop.
 
-Each job is submitted as ``sbatch [options] <workdir>/job.sh ARGV...``: the script only runs
-``exec "$@"``, so the command and its hyperparameters reach the program as separate arguments,
-never parsed by a shell. Its stdout and stderr go to ``<workdir>/log.txt`` (``--output``), which
+Each job is submitted as ``sbatch [options] <workdir>/job.sh FOLDER STATUS_FILE ARGV...``: the
+script enters the working directory (a job whose folder does not exist on the node fails
+saying so, where Slurm alone would run it in /tmp), runs ``"$@"``, so the command and its
+hyperparameters reach the program as separate arguments, never parsed by a shell, and keeps
+the exit status in ``<workdir>/exit_code`` (128+N for a signal N, as a shell reports it). Stops
+signal every process of the job (``scancel --full``); the script only waits for the program.
+Its stdout and stderr go to ``<workdir>/log.txt`` (``--output``), which
 the tuner reads while the job runs: the job folders must be on a filesystem the compute nodes
 share with the tuner. The job's environment is the tuner's plus ``spec.env`` (``--export=ALL``).
 
@@ -15,8 +19,11 @@ the tuner (it holds a place under ``max_parallel_jobs``); ``poll`` reports ``beg
 Slurm started it, and the GPUs Slurm gave it.
 
 State and exit code come from ``scontrol show job`` (jobs are kept there ``MinJobAge`` seconds
-after they end); for a job that has aged out, from ``sacct`` where accounting runs, else the end
-is reported with an unknown exit code and the log decides. The handle is
+after they end); for a job that has aged out, from ``sacct`` where accounting runs, else from
+the status the script kept (a job killed by ``SIGKILL`` keeps none: its exit code is unknown).
+A job that Slurm ended with exit code 0 in a state other than ``COMPLETED`` (cancelled while
+queued, ``NODE_FAIL``, ``PREEMPTED``...) is reported with an unknown exit code and a note
+naming the state. The handle is
 ``slurm:<job id>:<name>``, written to ``<workdir>/handle`` at once; ``recover`` also finds a job
 by its name and log path in Slurm's records, so a tuner killed right after ``sbatch`` does not
 submit the job again.
@@ -24,6 +31,7 @@ submit the job again.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -36,6 +44,7 @@ from datetime import datetime
 
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
+from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
 from tuner.launchers.tracked import (
     HANDLE_FILE,
     LAUNCH_MARKER,
@@ -46,9 +55,22 @@ from tuner.launchers.tracked import (
     write_atomically,
 )
 
-JOB_SCRIPT = (
-    '#!/bin/sh\n# Written by the tuner: runs the arguments sbatch passes, as given.\nexec "$@"\n'
-)
+JOB_SCRIPT = """#!/bin/sh
+# Written by the tuner. job.sh FOLDER STATUS_FILE PROGRAM [ARG...]: runs the program in FOLDER
+# with its arguments as given (no shell parses them) and keeps its exit status in STATUS_FILE.
+folder=$1 status_file=$2
+shift 2
+trap : TERM INT HUP  # scancel --full signals the program too; this shell waits for its end
+if cd -- "$folder"; then
+  "$@"
+  status=$?
+else
+  echo "tuner: cannot run in working_directory '$folder' on ${SLURMD_NODENAME:-this node}" >&2
+  status=1
+fi
+echo "$status" >"$status_file.partial" && mv -f -- "$status_file.partial" "$status_file"
+exit "$status"
+"""
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING"}
 ACTIVE = QUEUED | {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
 TIMEOUT_STATES = {"TIMEOUT", "DEADLINE"}
@@ -86,7 +108,12 @@ def _exit_code(text: str, state: str) -> int | None:
     status, _, sig = text.partition(":")
     if not status.isdigit():
         return None
-    return -int(sig) if sig.isdigit() and int(sig) else int(status)
+    return -int(sig) if sig.isdigit() and int(sig) else _shell_status(int(status))
+
+
+def _shell_status(status: int) -> int:
+    """The job script's status (128+N when a signal N ended the program) as one code."""
+    return -(status - 128) if 128 < status <= 128 + 64 else status
 
 
 def _epoch(stamp: str) -> float | None:
@@ -194,7 +221,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             "--parsable",
             f"--job-name={spec.name}",
             f"--output={spec.workdir / LOG_FILE}",
-            f"--chdir={spec.cwd or spec.workdir}",
+            f"--chdir={spec.workdir}",  # job.sh enters the working directory itself
             "--export=ALL",
             *sbatch_resources(spec.gpus_per_job, self.shards_per_gpu),
         ]
@@ -208,8 +235,18 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             options.append(f"--time={math.ceil(spec.max_runtime / 60) + 1}")
         env = {**os.environ, **spec.env, LAUNCH_MARKER: str(spec.workdir)}
         env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
+        folder = str(spec.cwd or spec.workdir)
+        status_file = spec.workdir / EXIT_FILE
+        status_file.unlink(missing_ok=True)  # a status from an earlier start is not ours
         done = self._slurm(
-            "sbatch", *options, *self.sbatch_options, str(script), *spec.argv, env=env
+            "sbatch",
+            *options,
+            *self.sbatch_options,
+            str(script),
+            folder,
+            str(status_file),
+            *spec.argv,
+            env=env,
         )
         job_id = done.stdout.strip().split(";")[0]
         if done.returncode != 0 or not job_id.isdigit():
@@ -238,7 +275,8 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if records:
             record = records[0]
             job.state = record.get("JobState", "UNKNOWN").split()[0]
-            if job.began_at is None and job.state not in QUEUED:
+            ran = record.get("NodeList", "") not in ("", "(null)")  # cancelled queued: none
+            if job.began_at is None and job.state not in QUEUED and ran:
                 began = _epoch(record.get("StartTime", ""))
                 if began is not None:
                     job.began_at = began
@@ -249,20 +287,41 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
                 return
             job.exit_code = _exit_code(record.get("ExitCode", ""), job.state)
             job.ended_at = _epoch(record.get("EndTime", ""))
-        else:  # aged out of scontrol: ask accounting, else the log decides
-            accounted = self._accounted(job.job_id)
-            job.state, job.exit_code = accounted or ("UNKNOWN", None)
+        elif accounted := self._accounted(job.job_id):  # aged out of scontrol
+            job.state, job.exit_code = accounted
+        else:  # no accounting either: the status the job script kept
+            job.state, job.exit_code = self._kept(job)
+        if job.exit_code == 0 and job.state != "COMPLETED":
+            job.exit_code = None
+            queued = "" if job.began_at is not None else " before it started"
+            job.note = f"Slurm ended it{queued} in state {job.state} (exit code 0)"
         job.timed_out = job.timed_out or job.state in TIMEOUT_STATES
         job.finished = True
 
+    def _kept(self, job: _SlurmJob) -> tuple[str, int | None]:
+        """State and exit code from the status file the job script wrote, and its time."""
+        status_file = job.spec.workdir / EXIT_FILE
+        kept = read_exit_code(status_file)
+        if kept is None:
+            return "UNKNOWN", None
+        with contextlib.suppress(OSError):
+            job.ended_at = status_file.stat().st_mtime
+        code = _shell_status(kept)
+        return ("COMPLETED" if code == 0 else "FAILED"), code
+
     def _signal(self, job: _SlurmJob, sig: int) -> None:
+        if job.state in QUEUED:
+            self._refresh(job)  # it may have started since it was last seen queued
         if job.finished:
             return
-        if sig == signal.SIGKILL or job.state in QUEUED:
-            args = ["scancel", job.job_id]
-        else:  # the batch step is the program itself (exec), so --full reaches it
-            args = ["scancel", "--full", f"--signal={signal.Signals(sig).name[3:]}", job.job_id]
-        self._slurm(*args)
+        if job.state in QUEUED:
+            self._slurm("scancel", job.job_id)
+        elif sig == signal.SIGKILL:  # --full --batch kills at once (a plain scancel, or --full
+            # alone, sends TERM again and leaves the kill to KillWait); then any other steps
+            self._slurm("scancel", "--full", "--batch", "--signal=KILL", job.job_id)
+            self._slurm("scancel", job.job_id)
+        else:  # --full: the batch step's every process, the program included
+            self._slurm("scancel", "--full", f"--signal={signal.Signals(sig).name[3:]}", job.job_id)
 
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
         """Watch a job submitted before this process started (see base)."""

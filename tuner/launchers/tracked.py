@@ -46,6 +46,7 @@ class TrackedJob:
     finished: bool = False
     began_at: float | None = None  # epoch seconds when the program began running
     ended_at: float | None = None  # epoch seconds when it ended, where known
+    note: str | None = None  # why its exit code is unknown, where known (JobStatus.note)
 
 
 J = TypeVar("J", bound=TrackedJob)
@@ -85,7 +86,7 @@ class TrackedLauncher(Launcher, Generic[J]):
     def _ended(self, job: J, exit_code: int | None) -> JobStatus:
         gpus = ",".join(job.gpus) or None
         return JobStatus(
-            False, exit_code, job.timed_out, job.stopped, gpus, job.began_at, job.ended_at
+            False, exit_code, job.timed_out, job.stopped, gpus, job.began_at, job.ended_at, job.note
         )
 
     def read_logs(self, handle: str) -> bytes:
