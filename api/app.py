@@ -12,6 +12,7 @@ Run it with ``tuner serve`` or ``uvicorn --factory api.app:create_app``.
 """
 
 import asyncio
+import logging
 import re
 import secrets
 import time
@@ -30,13 +31,14 @@ from api.dashboard import add_pages, data_router
 from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import TuningJobDefinition
-from tuner.errors import NotFoundError, TunerError
+from tuner.errors import NotFoundError, StoreUnavailable, TunerError
 from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TrainingStatus, TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
 from tuner.storage import Store
+from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import describe, training_job_dict
 
 TUNING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$"
@@ -57,6 +59,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "no such tuning or training job"},
     413: {"model": schemas.Problem, "description": "request body too large"},
 }
+
+log = logging.getLogger("tuner.api")
 
 
 class BodyLimit:
@@ -145,9 +149,9 @@ def _read_from(path: Path, offset: int) -> bytes:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The application; ``settings`` default to the environment (``Settings.from_env``)."""
     settings = settings or Settings.from_env()
-    store = Store(settings.database_url)
+    store = Store(settings.database_url)  # a request fails at once when it does not answer
     service = TuningService(
-        store,
+        Store(settings.database_url, patience=RUN_PATIENCE),  # running jobs wait for it
         settings.runs_dir,
         lease_seconds=settings.lease_seconds,
         scan_interval=settings.scan_interval,
@@ -162,6 +166,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         service.scan()  # resume what a previous run of the service left
         yield
         service.shutdown()
+        service.store.close()
         store.close()
 
     app = FastAPI(
@@ -182,6 +187,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(NotFoundError)
     async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
         return JSONResponse({"detail": detail(exc)}, status_code=404)
+
+    @app.exception_handler(StoreUnavailable)
+    async def _unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
+        log.warning("%s", exc)  # the driver's reason names hosts and ports: the operator's
+        message = "the service's store did not answer (its database is down or unreachable)"
+        return JSONResponse({"detail": f"{message}; retry later"}, status_code=503)
 
     @app.exception_handler(TunerError)
     async def _bad(_: Request, exc: TunerError) -> JSONResponse:

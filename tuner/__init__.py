@@ -2,7 +2,14 @@
 
 from tuner.analytics import TuningJobAnalytics
 from tuner.definition import JobDefinition, TuningJobDefinition
-from tuner.errors import LaunchError, NotFoundError, StorageError, TunerError, ValidationError
+from tuner.errors import (
+    LaunchError,
+    NotFoundError,
+    StorageError,
+    StoreUnavailable,
+    TunerError,
+    ValidationError,
+)
 from tuner.metrics import LogMetricParser, MetricDefinition, MetricPoint
 from tuner.parameters import (
     CategoricalParameter,
@@ -29,6 +36,7 @@ __all__ = [
     "ScalingType",
     "SearchSpace",
     "StorageError",
+    "StoreUnavailable",
     "TrainingJob",
     "TrainingStatus",
     "TunerError",

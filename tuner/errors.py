@@ -19,3 +19,8 @@ class LaunchError(TunerError):
 
 class StorageError(TunerError):
     """The store's database cannot be reached or opened (the message names it, password hidden)."""
+
+
+class StoreUnavailable(StorageError):
+    """The store's database stopped answering (a server restart, a network cut) and did not
+    come back within the store's patience; nothing was written by the failed call."""

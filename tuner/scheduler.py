@@ -60,7 +60,7 @@ from typing import Any
 
 from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
-from tuner.errors import LaunchError, TunerError
+from tuner.errors import LaunchError, StoreUnavailable, TunerError
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
@@ -234,6 +234,14 @@ class Scheduler:
             self.launcher.close()
             self.tracker.close(None)
             return self.store.get_tuning_job(self.name)
+        except StoreUnavailable as exc:  # nothing can be recorded: leave the jobs running
+            self.launcher.close()
+            self.tracker.close(None)
+            raise StoreUnavailable(
+                f"{exc}; tuning job {self.name!r} was left as it was, its "
+                f"{len(self.running)} running training jobs running: resume it once the store "
+                "answers (tuner resume; a service does so by itself)"
+            ) from None
         except KeyboardInterrupt:
             self._shutdown()
             self._end(TuningStatus.STOPPED, "interrupted")

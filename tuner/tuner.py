@@ -37,6 +37,7 @@ from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
 from tuner.scheduler import EventHandler, Scheduler
 from tuner.storage import Store
+from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import best_of, describe
 from tuner.warm_start import WarmStartConfig, resolve
 
@@ -207,7 +208,7 @@ class HyperparameterTuner:
     ) -> None:
         self.definition = definition
         self.client = ServiceClient(service_url, service_token) if service_url else None
-        self._store = None if service_url else Store(storage)
+        self._store = None if service_url else Store(storage, patience=RUN_PATIENCE)
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()

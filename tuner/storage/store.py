@@ -13,6 +13,10 @@ Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL)
   it atomically (only when it has not ended and its lease is free, expired or already the
   caller's), ``renew_lease`` extends it and fails once another process holds it, and
   ``release_tuning_job`` gives it up. Two services on one database never both hold a lease.
+- A call whose database does not answer (``OperationalError``: a server restarting, a
+  network cut, SQLite locked) is retried for up to ``patience`` seconds, then raises
+  ``StoreUnavailable``; with no patience (the default) at once. A tuner running jobs waits
+  (``RUN_PATIENCE``); a request to the REST service does not.
 - The URL is any SQLAlchemy URL: ``sqlite:///path.db`` (the default; the parent folder is
   created, WAL journal so readers do not block the running tuner) or
   ``postgresql+psycopg://user@host:port/db``.
@@ -20,13 +24,15 @@ Contract (tests/storage/test_store_contract.py runs it on SQLite and PostgreSQL)
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import (
     Engine,
@@ -45,13 +51,14 @@ from sqlalchemy.exc import (
     ArgumentError,
     DatabaseError,
     IntegrityError,
+    InterfaceError,
     NoSuchModuleError,
     OperationalError,
     ProgrammingError,
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from tuner.errors import NotFoundError, StorageError, ValidationError
+from tuner.errors import NotFoundError, StorageError, StoreUnavailable, ValidationError
 from tuner.metrics import MetricPoint
 from tuner.records import (
     ObjectiveStatus,
@@ -208,15 +215,49 @@ def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and not math.isnan(value) else None
 
 
+RUN_PATIENCE = 120.0  # seconds a store that runs tuning jobs waits for its database
+log = logging.getLogger("tuner.storage")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _patient(method: Callable[P, R]) -> Callable[P, R]:
+    """Retry ``method`` (one transaction) while the database does not answer, for up to the
+    store's ``patience``; then ``StoreUnavailable``."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        store: Store = args[0]  # type: ignore[assignment]
+        deadline = time.monotonic() + store.patience
+        delay = 0.25
+        while True:
+            try:
+                return method(*args, **kwargs)
+            except (OperationalError, InterfaceError) as exc:
+                reason = str(exc.orig or exc).strip().splitlines()[0] if str(exc) else repr(exc)
+                if time.monotonic() + delay > deadline:
+                    waited = f" for {store.patience:g}s" if store.patience else ""
+                    raise StoreUnavailable(
+                        f"storage {store.shown_url} did not answer{waited}: {reason}"
+                    ) from None
+                log.warning("storage %s did not answer (%s); retrying", store.shown_url, reason)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    return call
+
+
 class Store:
     """SQL persistence for tuning jobs (see the module contract)."""
 
-    def __init__(self, url: str | None = None, create: bool = True) -> None:
+    def __init__(self, url: str | None = None, create: bool = True, patience: float = 0) -> None:
         """Open (``create``: or create) the store at ``url``; ``StorageError`` naming it when it
         cannot be used; without ``create``, ``NotFoundError`` when its SQLite file does not
-        exist (reading a mistyped path must not leave an empty store behind)."""
+        exist (reading a mistyped path must not leave an empty store behind). ``patience``:
+        seconds each call waits for a database that stops answering (module contract)."""
         url = url or default_url()
         self.url = url
+        self.patience = patience
         self.shown_url = _shown(url)
         self.engine = _make_engine(url, create)
         try:
@@ -594,3 +635,8 @@ class Store:
                 MetricPoint(r.name, math.nan if r.value is None else r.value, r.seq, r.timestamp)
                 for r in rows
             ]
+
+
+for _name, _method in list(vars(Store).items()):  # every public call is one transaction
+    if not _name.startswith("_") and callable(_method) and _name != "close":
+        setattr(Store, _name, _patient(_method))
