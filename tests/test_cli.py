@@ -160,6 +160,30 @@ def test_stop_takes_over_a_tuning_job_whose_process_died(tmp_path):
     assert not any(Path(f"/proc/{p[0]}").exists() for p in pids)  # gone, not orphaned
 
 
+def test_a_run_whose_tuning_job_was_taken_over_says_so(tmp_path):
+    """A stalled ``tuner run`` whose lease another process took printed an InProgress summary
+    and exited 0, as if it had finished."""
+    from tuner.storage import Store
+
+    env = {**os.environ, **db_env(tmp_path), "TUNER_LEASE_SECONDS": "2"}
+    run = start_long_run(tmp_path, "stall", 2, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(list((tmp_path / "runs" / "stall").glob("*/output/argv.json"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    run.send_signal(signal.SIGSTOP)  # stalls past its lease
+    store = Store(db_env(tmp_path)["TUNER_DATABASE_URL"])
+    while not store.claim_tuning_job("stall", "another-process", ttl=60):
+        assert time.monotonic() < deadline + 10
+        time.sleep(0.2)
+    run.send_signal(signal.SIGCONT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 3, err
+    assert "tuning job 'stall' was taken over by another process" in err
+    for pids in (tmp_path / "runs" / "stall").glob("*/output/runs.txt"):  # left running
+        os.kill(int(pids.read_text().split()[0]), signal.SIGKILL)
+
+
 @pytest.mark.parametrize(
     "signals",
     [[signal.SIGINT], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGTERM]],

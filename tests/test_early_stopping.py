@@ -250,6 +250,20 @@ def test_resume_mid_bracket_neither_stops_nor_promotes_twice(tmp_path, sqlite_ur
     check_hyperband_outcome(store, "hb", 9)
 
 
+def test_a_huge_hyperband_resource_is_refused_not_run_out_of_memory(tmp_path, sqlite_url):
+    """epochs 1e15 with reduction_factor 2 built a cycle of 2**49 brackets: MemoryError."""
+    with pytest.raises(ValidationError, match=r"max_resource <= 100,000 x min_resource, got"):
+        HyperparameterTuner(
+            job(tmp_path, epochs=10**15),
+            "accuracy",
+            RANGES,
+            METRICS,
+            strategy="Hyperband",
+            strategy_config={"reduction_factor": 2},
+            storage=sqlite_url,
+        )
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

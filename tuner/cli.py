@@ -117,7 +117,15 @@ def _drive(
         print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
         return 130
     print(summary(tuner))
-    return 1 if tuner.describe()["status"] == TuningStatus.FAILED.value else 0
+    status = tuner.describe()["status"]
+    if status == TuningStatus.IN_PROGRESS.value:  # its lease was lost: another process runs it
+        print(
+            f"tuner: tuning job {tuner.name!r} was taken over by another process (this one "
+            "stalled past its lease) and runs on there; follow it with tuner describe",
+            file=sys.stderr,
+        )
+        return 3
+    return 1 if status == TuningStatus.FAILED.value else 0
 
 
 def _cell(value: object) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuner.definition import TuningJobDefinition, check_working_directory
-from tuner.errors import StoreUnavailable
+from tuner.errors import StoreUnavailable, ValidationError
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
@@ -46,6 +46,7 @@ class TuningService:
         self.policy = policy or LaunchPolicy(programs=tuple(allowed_programs))
         self.owner = process_owner()
         self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._refused: set[str] = set()  # tuning jobs its policy does not allow, said once
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._scanner: threading.Thread | None = None
@@ -113,10 +114,27 @@ class TuningService:
             with self._lock:
                 if name in self._running:
                     continue
+            if not self._allowed(name):
+                continue
             if self.store.claim_tuning_job(name, self.owner, self.lease_seconds):
                 self._launch(name)
                 taken.append(name)
         return taken
+
+    def _allowed(self, name: str) -> bool:
+        """Whether this service's launch policy allows what the tuning job runs: one created
+        by ``tuner run`` on the same database, whose process died, is not taken over when it
+        runs a program, image or engine the service would refuse at ``submit``."""
+        if name in self._refused:
+            return False
+        try:
+            definition = TuningJobDefinition.parse(self.store.get_tuning_job(name).definition)
+            self.policy.check(definition.job_definition)
+        except ValidationError as exc:
+            log.warning("not taking over tuning job %s: %s", name, exc)
+            self._refused.add(name)
+            return False
+        return True
 
     def _launch(self, name: str) -> None:
         detach = threading.Event()

@@ -104,3 +104,29 @@ def test_a_job_reattached_after_sigkill_that_exits_non_zero_is_failed(tmp_path, 
         assert job.exit_code == 3 and "exited with code 3" in (job.failure_reason or "")
     finally:
         server.stop()
+
+
+def test_the_service_takes_over_only_what_its_policy_allows(tmp_path, sqlite_url):
+    """A `tuner run` of /bin/sh on the service's database, killed, was taken over and run by a
+    service started with --allow-program python: the policy held at submit only."""
+    import sys
+
+    from tuner import TuningJobDefinition
+    from tuner.launch_policy import LaunchPolicy
+    from tuner.service import TuningService
+
+    store = Store(sqlite_url)
+    shell = definition(name="shell", max_jobs=1, max_parallel_jobs=1)
+    shell["job_definition"] = {"command": ["/bin/sh", "-c", "echo accuracy=0.5", "x"]}
+    for body in (shell, definition(name="python", max_jobs=1, max_parallel_jobs=1)):
+        parsed = TuningJobDefinition.parse(body)  # recorded by a tuner whose process died
+        store.create_tuning_job(body["name"], parsed.to_json())
+    service = TuningService(
+        store, tmp_path / "runs", policy=LaunchPolicy(programs=(sys.executable,))
+    )
+    assert service.scan() == ["python"]
+    assert service.scan() == []  # asked again: still refused, and said once
+    record = store.get_tuning_job("shell")
+    assert record.owner is None and record.status.value == "InProgress"
+    assert store.list_training_jobs("shell") == []
+    service.shutdown()

@@ -274,12 +274,17 @@ def test_a_database_made_by_an_older_version_gains_the_new_columns(database_url)
     old = Store(database_url)
     old.create_tuning_job("t", DEFINITION)
     old.create_training_job("t", 1, {"lr": 0.1})
+    old.create_training_job("t", 2, {"lr": 0.2})
+    old.mark_started("t-002", "h", "/w")
+    old.finish_training_job("t-002", TrainingStatus.COMPLETED, 0.5)
     with old.engine.begin() as connection:  # as the version before queue times and S3 made it
         connection.execute(text("ALTER TABLE training_jobs DROP COLUMN running_at"))
         connection.execute(text("ALTER TABLE training_jobs DROP COLUMN artifacts_uri"))
     old.close()
     new = Store(database_url)
     assert new.get_training_job("t-001").hyperparameters == {"lr": 0.1}  # nothing lost
+    ended = new.get_training_job("t-002")  # its whole training was counted as queue time
+    assert ended.queued_seconds == 0.0 and ended.duration == ended.ended_at - ended.started_at
     new.mark_started("t-001", "h", "/w")
     new.mark_running("t-001", time.time(), "0")
     assert new.set_artifacts_uri("t-001", "s3://b/t/t-001/").artifacts_uri == "s3://b/t/t-001/"

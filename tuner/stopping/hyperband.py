@@ -92,14 +92,23 @@ class HyperbandRungs(StoppingRule):
         return None if better < keep else stop_reason(step)
 
 
+MAX_RESOURCE_RATIO = 100_000  # max_resource / min_resource: the brackets' cycle grows with it
+
+
 def check_resources(min_resource: int, max_resource: int, reduction_factor: int) -> None:
-    """Raise ``ValidationError`` unless 1 <= min_resource < max_resource and factor >= 2."""
+    """Raise ``ValidationError`` unless 1 <= min_resource < max_resource <= min_resource *
+    ``MAX_RESOURCE_RATIO`` and factor >= 2."""
     for name, value in (("min_resource", min_resource), ("max_resource", max_resource)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValidationError(f"Hyperband {name} must be an integer >= 1, got {value!r}")
     if min_resource >= max_resource:
         raise ValidationError(
             "Hyperband needs min_resource < max_resource, got "
+            f"min_resource={min_resource}, max_resource={max_resource}"
+        )
+    if max_resource > min_resource * MAX_RESOURCE_RATIO:  # 1e15 epochs: a list of 2**49 brackets
+        raise ValidationError(
+            f"Hyperband needs max_resource <= {MAX_RESOURCE_RATIO:,} x min_resource, got "
             f"min_resource={min_resource}, max_resource={max_resource}"
         )
     if isinstance(reduction_factor, bool) or not isinstance(reduction_factor, int):

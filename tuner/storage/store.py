@@ -134,6 +134,11 @@ def _make_engine(url: str, create: bool = True) -> Engine:
         ) from None
 
 
+# Columns whose old rows are filled from another when added: a training job recorded before
+# ``running_at`` existed began running when it started (else all its time counted as queued).
+BACKFILL = {("training_jobs", "running_at"): "started_at"}
+
+
 def _add_missing_columns(engine: Engine) -> None:
     """Add the nullable columns a newer version brought to tables an older one created."""
     inspector = inspect(engine)
@@ -146,6 +151,10 @@ def _add_missing_columns(engine: Engine) -> None:
                     connection.execute(
                         text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
                     )
+                    if source := BACKFILL.get((table.name, column.name)):
+                        connection.execute(
+                            text(f'UPDATE {table.name} SET "{column.name}" = "{source}"')
+                        )
 
 
 def _create_schema(engine: Engine, attempts: int = 5) -> None:
