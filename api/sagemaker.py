@@ -184,7 +184,12 @@ def _warm_start(config: Mapping[str, Any]) -> dict[str, Any]:
         )
     names = []
     for i, parent in enumerate(parents):
-        name = parent.get("HyperParameterTuningJobName") if isinstance(parent, Mapping) else None
+        if not isinstance(parent, Mapping):
+            raise ValidationError(
+                f"WarmStartConfig.ParentHyperParameterTuningJobs[{i}] must be an object "
+                f'{{"HyperParameterTuningJobName": ...}}, got {parent!r:.100}'
+            )
+        name = parent.get("HyperParameterTuningJobName")
         if not isinstance(name, str):
             raise ValidationError(
                 f"WarmStartConfig.ParentHyperParameterTuningJobs[{i}].HyperParameterTuningJobName "

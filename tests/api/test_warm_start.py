@@ -42,3 +42,18 @@ def test_an_identical_child_with_other_static_hyperparameters_is_refused(http):
     assert "needs the same job_definition.static_hyperparameters as parent 'parent'" in detail
     assert "'epochs': '3'" in detail and "'epochs': '2'" in detail  # as argv words
     assert http.get("/tuning-jobs/child").status_code == 404
+
+
+def test_a_sagemaker_parent_given_as_a_bare_name_is_refused_saying_so(http):
+    """It was refused as '...HyperParameterTuningJobName must be a string, got 'parent''."""
+    request = to_sagemaker(definition(name="child", max_jobs=2))
+    request["WarmStartConfig"] = {
+        "ParentHyperParameterTuningJobs": ["parent"],
+        "WarmStartType": "TransferLearning",
+    }
+    response = http.post("/tuning-jobs", json=request)
+    assert response.status_code == 400
+    assert response.json()["detail"] == (
+        "WarmStartConfig.ParentHyperParameterTuningJobs[0] must be an object "
+        "{\"HyperParameterTuningJobName\": ...}, got 'parent'"
+    )
