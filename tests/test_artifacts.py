@@ -93,6 +93,23 @@ def test_a_failed_upload_loses_nothing_and_says_why(tmp_path, sqlite_url, s3, ca
     assert "were not uploaded" in caplog.text and "no-such-bucket" in caplog.text
 
 
+def test_an_endpoint_boto3_cannot_read_loses_nothing(tmp_path, sqlite_url, monkeypatch, caplog):
+    """boto3's ValueError (an endpoint without a scheme) escaped the shutdown: a traceback, and
+    the tuning job left InProgress."""
+    caplog.set_level(logging.WARNING, logger="tuner.scheduler")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "localhost:5519")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    store = Store(sqlite_url)
+    jobs = run(tmp_path, store, output_s3_uri="s3://tuning/x")
+    assert store.get_tuning_job("art").status.value == "Completed"
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 3
+    assert all(j.artifacts_uri is None for j in jobs)
+    assert "were not uploaded: ValueError: Invalid endpoint: localhost:5519" in caplog.text
+    with pytest.raises(ValidationError, match="s3_endpoint_url must be an http:// or https://"):
+        definition(tmp_path, output_s3_uri="s3://tuning/x", s3_endpoint_url="not a url")
+
+
 def test_uploader_rules(tmp_path, s3):
     with pytest.raises(ValidationError, match="must look like s3://bucket/prefix, got 's3://'"):
         split_s3_uri("s3://")

@@ -124,6 +124,15 @@ class JobDefinition(_Strict):
                 raise ValueError(f"values cannot hold NUL, got {k!r}: {v!r:.80}")
         return value
 
+    @field_validator("s3_endpoint_url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise ValueError(
+                f"s3_endpoint_url must be an http:// or https:// URL, got {value!r:.200}"
+            )
+        return value
+
     @field_validator("working_directory")
     @classmethod
     def _folder(cls, value: str | None) -> str | None:

@@ -228,6 +228,7 @@ class Scheduler:
                 self._deadline = created + self.definition.max_tuning_runtime
             self._replay()
             status, reason = self._loop()
+            self._shutdown()
         except (LeaseLost, _Detached) as exc:
             if isinstance(exc, _Detached) and self.owner is not None:
                 self.store.release_tuning_job(self.name, self.owner)
@@ -255,7 +256,6 @@ class Scheduler:
                 self._abandon(reason)
             self._end(TuningStatus.FAILED, reason)
             raise
-        self._shutdown()
         return self._end(status, reason)
 
     def _end(self, status: TuningStatus, reason: str) -> TuningJob:
@@ -548,9 +548,13 @@ class Scheduler:
                 continue
             del self.uploads[name]
             try:
-                self.store.set_artifacts_uri(name, future.result())
-            except TunerError as exc:
-                log.warning("outputs of %s were not uploaded: %s", name, exc)
+                uri = future.result()
+            except Exception as exc:  # boto3 raises more than TunerError (a bad endpoint)
+                log.warning(
+                    "outputs of %s were not uploaded: %s: %s", name, type(exc).__name__, exc
+                )
+                continue
+            self.store.set_artifacts_uri(name, uri)
 
     def _record_end(self, job: TrainingJob, config: Config) -> None:
         if job.status is TrainingStatus.COMPLETED:
