@@ -365,3 +365,62 @@ def test_a_comparison_passes_its_tracking_uri_to_every_arm_and_seed():
     assert {d.tags["arm"] for d in definitions} == {a.name for a in spec.arms}
     with pytest.raises(ValidationError, match="tracking_uri must be"):
         ComparisonSpec.parse({**data, "tracking_uri": "127.0.0.1:5000"})
+
+
+def test_names_mlflow_refuses_are_renamed_and_nothing_else_is_lost(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch
+):
+    """One hyperparameter named ``lr@group`` (or a metric ``weird (%)``) made MLflow refuse the
+    whole batch: no params, metrics, tags or artifacts for any job, runs RUNNING forever."""
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    data = definition(
+        tmp_path,
+        mlflow_server.url,
+        "renamed",
+        ranges={"lr@group": {"type": "categorical", "values": [0.1, 0.2]}},
+        metric_definitions=[*METRICS, {"Name": "weird (%)", "Regex": r"loss=([0-9.]+)"}],
+        max_jobs=2,
+    )
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    assert tuner.fit(wait=True) is not None
+    c = client(mlflow_server)
+    parent, children = runs_of(mlflow_server, "renamed")
+    assert parent.info.status == "FINISHED" and len(children) == 2
+    assert parent.info.start_time <= min(r.info.start_time for r in children)  # was after them
+    for run, job in zip(children, tuner.training_jobs(), strict=True):
+        assert run.info.status == "FINISHED" and run.data.tags["status"] == "Completed"
+        assert run.data.params["lr_group"] == str(job.hyperparameters["lr@group"])
+        assert len(c.get_metric_history(run.info.run_id, "weird ___")) == 3
+        assert len(c.get_metric_history(run.info.run_id, "accuracy")) == 3
+        assert "log.txt" in {a.path for a in c.list_artifacts(run.info.run_id)}
+
+
+def test_mlflow_keys():
+    from tuner.tracking.mlflow_tracker import mlflow_key
+
+    assert mlflow_key("lr@group") == "lr_group" and mlflow_key("weird (%)") == "weird ___"
+    assert mlflow_key("a/b.c-d e_f") == "a/b.c-d e_f"  # what MLflow takes stays
+    assert mlflow_key("a//b") == "a__b" and mlflow_key("/a") == "_a" and mlflow_key("..") == "_.."
+    assert mlflow_key("x" * 300) == "x" * 250 and mlflow_key("") == "_"
+
+
+def test_artifacts_a_server_keeps_failing_are_left_out_not_blocking(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch
+):
+    """A server answering 500 to artifact uploads held every later job's tracking behind the
+    first job's end, retried forever: jobs 3-6 never appeared, runs stayed RUNNING."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise MlflowException("artifact store down", error_code="INTERNAL_ERROR")
+
+    monkeypatch.setattr(MlflowClient, "log_artifact", broken)
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    data = definition(tmp_path, mlflow_server.url, "noartifacts")
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    tuner.fit(wait=True)
+    parent, children = runs_of(mlflow_server, "noartifacts")
+    assert parent.info.status == "FINISHED" and len(children) == 4
+    assert all(r.info.status in ("FINISHED", "FAILED") for r in children)
+    assert all("status" in r.data.tags for r in children)

@@ -30,7 +30,9 @@ import functools
 import logging
 import math
 import os
+import posixpath
 import queue
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -63,7 +65,10 @@ TUNING_RUN_STATUS = {
     TuningStatus.STOPPED: "KILLED",
 }
 MAX_TAG = 5000  # MLflow's smallest tag value limit across versions is 5000 characters
+MAX_PARAM = 6000  # MLflow's param value limit
+MAX_KEY = 250  # MLflow's limit on param, metric and tag keys
 BATCH = 1000  # metrics per log_batch call (MLflow's limit)
+ARTIFACT_ATTEMPTS = 3  # a job's log and outputs are given up on after this many failures
 
 Op = tuple[str, Any]
 
@@ -77,6 +82,18 @@ def _word(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def mlflow_key(name: str) -> str:
+    """``name`` as MLflow takes a param, metric or tag key: characters other than letters,
+    digits, ``_ - . /`` and space become ``_``; a path that would normalise to another name
+    (``a//b``, ``/a``, ``..``) is flattened; at most ``MAX_KEY`` characters."""
+    key = re.sub(r"[^\w.\- /]", "_", name)
+    if posixpath.normpath(key) != key or key.startswith(("/", "..")) or key == ".":
+        key = key.replace("/", "_")
+        if key.startswith("..") or key == ".":
+            key = "_" + key
+    return key[:MAX_KEY] or "_"
 
 
 def steps(points: Iterable[MetricPoint], counts: dict[str, int]) -> list[tuple[MetricPoint, int]]:
@@ -133,6 +150,8 @@ class MlflowTracker(Tracker):
         self._held: Op | None = None  # taken from the queue, to be sent next
         self._inflight: Op | None = None  # being sent (retried until it goes through)
         self._done: set[str] = set()  # training jobs whose runs MLflow holds as ended
+        self._keys: dict[str, str] = {}  # our names -> MLflow keys, distinct
+        self._artifact_failures: Counter[str] = Counter()  # training job -> failed uploads
         self._thread = threading.Thread(target=self._work, name=f"mlflow-{tuning_job}", daemon=True)
 
     # Called by the scheduler: quick, never raising
@@ -255,16 +274,7 @@ class MlflowTracker(Tracker):
                 call()
             except Exception as exc:
                 if _refused(exc):
-                    self.refused += 1
-                    log.log(
-                        logging.ERROR if self.refused == 1 else logging.DEBUG,
-                        "MLflow at %s refused part of the tracking of %s, which is skipped "
-                        "(refusals so far: %d): %s",
-                        self.uri,
-                        self.name,
-                        self.refused,
-                        f"{type(exc).__name__}: {str(exc)[:300]}",
-                    )
+                    self._note_refusal(exc)
                     return True
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -314,7 +324,10 @@ class MlflowTracker(Tracker):
         }
         if found is None:
             run_id: str = self.client.create_run(
-                self._experiment, run_name=self.name, tags=tags
+                self._experiment,
+                run_name=self.name,
+                start_time=_ms(self.store.get_tuning_job(self.name).created_at),
+                tags=tags,
             ).info.run_id
         else:
             run_id = found.info.run_id
@@ -327,8 +340,8 @@ class MlflowTracker(Tracker):
             "random_seed": d.random_seed,
             "early_stopping_type": d.early_stopping_type,
         }
-        self._log(run_id, params=params)
         self._parent = run_id
+        self._tolerant(lambda: self._log(run_id, params=params))
         return run_id
 
     def _run(self, job: TrainingJob) -> str:
@@ -359,9 +372,9 @@ class MlflowTracker(Tracker):
                 start_time=_ms(job.started_at or job.created_at),
                 tags=tags,
             ).info.run_id
+        self._runs[job.name] = run_id  # first: a refused param must not hide the run
         static = self.definition.job_definition.static_hyperparameters
-        self._log(run_id, params={**static, **job.hyperparameters})
-        self._runs[job.name] = run_id
+        self._tolerant(lambda: self._log(run_id, params={**static, **job.hyperparameters}))
         return run_id
 
     def _find(self, filter_string: str) -> Any:
@@ -378,11 +391,14 @@ class MlflowTracker(Tracker):
     ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
-        param_list = [Param(k, _word(v)) for k, v in (params or {}).items()]
+        param_list = [Param(self._key(k), _word(v)[:MAX_PARAM]) for k, v in (params or {}).items()]
         tag_list = [
-            RunTag(k, "" if v is None else str(v)[:MAX_TAG]) for k, v in (tags or {}).items()
+            RunTag(self._key(k), "" if v is None else str(v)[:MAX_TAG])
+            for k, v in (tags or {}).items()
         ]
-        metric_list = [Metric(p.name, p.value, _ms(p.timestamp) or 0, step) for p, step in metrics]
+        metric_list = [
+            Metric(self._key(p.name), p.value, _ms(p.timestamp) or 0, step) for p, step in metrics
+        ]
         for i in range(0, max(len(metric_list), 1), BATCH):
             self.client.log_batch(
                 run_id,
@@ -390,6 +406,38 @@ class MlflowTracker(Tracker):
                 params=param_list if i == 0 else [],
                 tags=tag_list if i == 0 else [],
             )
+
+    def _key(self, name: str) -> str:
+        """The MLflow key of one of our names (``mlflow_key``), distinct from every other
+        name's: a second name mapping to a taken key gets ``_2``, ``_3``..."""
+        if name not in self._keys:
+            key, taken, n = mlflow_key(name), set(self._keys.values()), 1
+            while key in taken:
+                n += 1
+                key = f"{mlflow_key(name)[: MAX_KEY - 1 - len(str(n))]}_{n}"
+            self._keys[name] = key
+        return self._keys[name]
+
+    def _tolerant(self, call: Callable[[], None]) -> None:
+        """Run one part of an operation whose refusal (a 4xx) must not stop the rest of it."""
+        try:
+            call()
+        except Exception as exc:
+            if not _refused(exc):
+                raise
+            self._note_refusal(exc)
+
+    def _note_refusal(self, exc: Exception) -> None:
+        self.refused += 1
+        log.log(
+            logging.ERROR if self.refused == 1 else logging.DEBUG,
+            "MLflow at %s refused part of the tracking of %s, which is skipped "
+            "(refusals so far: %d): %s",
+            self.uri,
+            self.name,
+            self.refused,
+            f"{type(exc).__name__}: {str(exc)[:300]}",
+        )
 
     # Operations
 
@@ -410,18 +458,32 @@ class MlflowTracker(Tracker):
             "failure_reason": job.failure_reason or "",
             "exit_code": "" if job.exit_code is None else job.exit_code,
         }
-        self._log(run_id, tags=tags)
-        if job.workdir is not None:
-            workdir = Path(job.workdir)
-            if (workdir / "log.txt").is_file():
-                self.client.log_artifact(run_id, str(workdir / "log.txt"))
-            output = workdir / "output"
-            if output.is_dir() and any(output.iterdir()):
-                self.client.log_artifacts(run_id, str(output), "output")
+        self._tolerant(lambda: self._log(run_id, tags=tags))
+        if job.workdir is not None and self._artifact_failures[job.name] < ARTIFACT_ATTEMPTS:
+            try:
+                self._tolerant(lambda: self._artifacts(run_id, Path(job.workdir or "")))
+            except Exception:  # retried with the operation, a few times, then left out
+                self._artifact_failures[job.name] += 1
+                if self._artifact_failures[job.name] < ARTIFACT_ATTEMPTS:
+                    raise
+                log.error(
+                    "MLflow at %s did not take the log and outputs of %s after %d attempts; "
+                    "they are left out (the job's folder holds them)",
+                    self.uri,
+                    job.name,
+                    ARTIFACT_ATTEMPTS,
+                )
         self.client.set_terminated(
             run_id, RUN_STATUS.get(job.status, "FAILED"), end_time=_ms(job.ended_at)
         )
         self._done.add(job.name)
+
+    def _artifacts(self, run_id: str, workdir: Path) -> None:
+        if (workdir / "log.txt").is_file():
+            self.client.log_artifact(run_id, str(workdir / "log.txt"))
+        output = workdir / "output"
+        if output.is_dir() and any(output.iterdir()):
+            self.client.log_artifacts(run_id, str(output), "output")
 
     def _do_finish(self, record: TuningJob) -> None:
         run_id = self._parent_run()
@@ -433,7 +495,7 @@ class MlflowTracker(Tracker):
             "best_training_job": best.name if best else "",
             "best_objective": "" if best is None or best.objective is None else best.objective,
         }
-        self._log(run_id, tags=tags)
+        self._tolerant(lambda: self._log(run_id, tags=tags))
         status = TUNING_RUN_STATUS.get(record.status)
         if status is not None:
             self.client.set_terminated(run_id, status, end_time=_ms(record.ended_at))
@@ -451,7 +513,8 @@ class MlflowTracker(Tracker):
             run_id = self._run(job)
             stored = steps(self.store.metric_points(job.name), {})
             for name in sorted({p.name for p, _ in stored}):
-                held = {(m.step, m.timestamp) for m in self.client.get_metric_history(run_id, name)}
+                history = self.client.get_metric_history(run_id, self._key(name))
+                held = {(m.step, m.timestamp) for m in history}
                 missing = [
                     (p, k)
                     for p, k in stored
