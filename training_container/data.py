@@ -18,7 +18,9 @@ objective is measured on it, never on the test set.
 
 from __future__ import annotations
 
+import atexit
 import pickle
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+CLASSES = 10
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
 
@@ -49,12 +52,22 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with open(path, "rb") as f:
             batch = pickle.load(f, encoding="bytes")
-        data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        raw = np.asarray(batch[b"data"])
+        data = raw.astype(np.uint8).reshape(-1, 3, 32, 32)
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
-    except (OSError, pickle.UnpicklingError, KeyError, ValueError) as exc:
-        raise DataError(f"{path} is not a CIFAR-10 python batch: {exc}") from None
+    except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError) as exc:
+        # an empty file (EOFError), a pickle of something else (TypeError) ...
+        raise DataError(f"{path} is not a CIFAR-10 python batch: {exc!r:.200}") from None
+    if raw.dtype != np.uint8 and (
+        raw.dtype.kind not in "iu" or (raw.size and (raw.min() < 0 or raw.max() > 255))
+    ):  # astype would wrap 300 to 44 and cut 0.5 to 0 without a word
+        raise DataError(f"{path}: pixels must be whole numbers 0-255, got {raw.dtype} data")
     if len(data) != len(labels):
         raise DataError(f"{path}: {len(data)} images but {len(labels)} labels")
+    if len(labels) and (labels.min() < 0 or labels.max() >= CLASSES):
+        raise DataError(
+            f"{path}: labels must be 0-{CLASSES - 1}, got {labels.min()}..{labels.max()}"
+        )
     return data, labels
 
 
@@ -84,7 +97,9 @@ def _from_s3(uri: str, cache: Path) -> Path:
 def load_cifar10(location: str, download: bool = False) -> tuple[np.ndarray, ...]:
     """Train and test images and labels from a folder, an s3:// prefix, or a download."""
     if location.startswith("s3://"):
-        folder = _from_s3(location, Path(tempfile.mkdtemp(prefix="cifar10-")))
+        cache = Path(tempfile.mkdtemp(prefix="cifar10-"))
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)  # 178 MB per trial otherwise
+        folder = _from_s3(location, cache)
     else:
         found = _cifar_folder(Path(location))
         if found is None and download:

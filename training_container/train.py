@@ -67,6 +67,7 @@ from training_container.step import (  # noqa: E402
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
+EXIT_OUTPUT = 4  # trained, but the model could not be written to --output_dir
 CHECK_EVERY = 50  # steps between checks for a NaN or infinite loss (each check waits for the GPU)
 
 
@@ -122,14 +123,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if present)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     args = p.parse_args(argv)
+    lr, warmup = args.learning_rate, args.warmup_epochs
     checks = [
-        (args.learning_rate > 0, f"--learning_rate must be > 0, got {args.learning_rate}"),
+        (0 < lr < math.inf, f"--learning_rate must be > 0 and finite, got {lr}"),
         (0 <= args.momentum < 1, f"--momentum must be in [0, 1), got {args.momentum}"),
-        (args.wd >= 0, f"--wd must be >= 0, got {args.wd}"),
+        (0 <= args.wd < math.inf, f"--wd must be >= 0 and finite, got {args.wd}"),
         (args.batch_size >= 1, f"--batch_size must be >= 1, got {args.batch_size}"),
         (args.epochs >= 1, f"--epochs must be >= 1, got {args.epochs}"),
-        (args.warmup_epochs >= 0, f"--warmup_epochs must be >= 0, got {args.warmup_epochs}"),
+        (0 <= warmup < math.inf, f"--warmup_epochs must be >= 0 and finite, got {warmup}"),
         (args.patience >= 0, f"--patience must be >= 0, got {args.patience}"),
+        (args.threads >= 0, f"--threads must be >= 0 (0: torch's default), got {args.threads}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -184,7 +187,17 @@ def save_outputs(
 ) -> None:
     """Write model.pt, metrics.json (and model.onnx) locally or to an s3:// prefix."""
     s3 = output_dir.startswith("s3://")
-    local = Path(tempfile.mkdtemp(prefix="trainer-out-")) if s3 else Path(output_dir)
+    if s3:
+        with tempfile.TemporaryDirectory(prefix="trainer-out-") as staging:  # removed after
+            _write_outputs(Path(staging), model, history, onnx, device)
+            _upload(Path(staging), output_dir)
+    else:
+        _write_outputs(Path(output_dir), model, history, onnx, device)
+
+
+def _write_outputs(
+    local: Path, model: nn.Module, history: list[dict[str, Any]], onnx: bool, device: torch.device
+) -> None:
     local.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), local / "model.pt")
     (local / "metrics.json").write_text(
@@ -194,14 +207,25 @@ def save_outputs(
         model.eval()
         example = torch.zeros(1, 3, 32, 32, device=device)
         torch.onnx.export(model, (example,), str(local / "model.onnx"), dynamo=False)
-    if s3:
-        import boto3
 
-        bucket, _, prefix = output_dir[len("s3://") :].partition("/")
-        client = boto3.client("s3")
-        for path in sorted(local.iterdir()):
-            key = f"{prefix.rstrip('/')}/{path.name}" if prefix else path.name
+
+def _upload(local: Path, output_dir: str) -> None:
+    """Every file of ``local`` to the s3:// prefix ``output_dir``; ``OutputError`` naming the
+    key when one cannot be written."""
+    import boto3
+
+    bucket, _, prefix = output_dir[len("s3://") :].partition("/")
+    client = boto3.client("s3")
+    for path in sorted(local.iterdir()):
+        key = f"{prefix.rstrip('/')}/{path.name}" if prefix else path.name
+        try:
             client.upload_file(str(path), bucket, key)
+        except Exception as exc:  # boto3 raises many kinds; all mean "not written"
+            raise OutputError(f"cannot write s3://{bucket}/{key}: {exc}") from None
+
+
+class OutputError(RuntimeError):
+    """The trained model could not be written where --output_dir says."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,7 +391,11 @@ def main(argv: list[str] | None = None) -> int:
             say(f"early stop: no lower validation loss in {args.patience} epochs", flush=True)
             break
     if rank == 0:
-        save_outputs(args.output_dir, model, history, args.onnx, device)
+        try:
+            save_outputs(args.output_dir, model, history, args.onnx, device)
+        except OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return EXIT_OUTPUT
     if world > 1:
         import torch.distributed as dist
 

@@ -29,6 +29,49 @@ def test_missing_data_says_where_it_looked(tmp_path):
         load_cifar10(str(tmp_path / "bad"))
 
 
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        (None, "data_batch_3 is not a CIFAR-10 python batch: EOFError"),  # an empty file
+        (["not", "a", "dict"], "data_batch_3 is not a CIFAR-10 python batch: TypeError"),
+        ({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 57]}, "labels must be 0-9"),
+        ({b"data": np.zeros((1, 3072), np.uint8), b"labels": [-1]}, r"got -1\.\.-1"),
+        (
+            {b"data": np.full((1, 3072), 0.5), b"labels": [0]},
+            "pixels must be whole numbers 0-255, got float64 data",
+        ),
+        ({b"data": np.full((1, 3072), 300), b"labels": [0]}, "pixels must be whole numbers"),
+    ],
+)
+def test_a_corrupt_batch_is_refused_naming_it(tmp_path, batch, message):
+    """Tracebacks before (EOFError, TypeError), or a label out of range that crashed after an
+    epoch of training, or float pixels silently wrapped into bytes."""
+    import pickle
+
+    folder = write_cifar(tmp_path / "d")  # its cifar-10-batches-py folder
+    (folder / "data_batch_3").write_bytes(b"" if batch is None else pickle.dumps(batch))
+    with pytest.raises(DataError, match=message):
+        load_cifar10(str(folder))
+
+
+def test_data_copied_from_s3_is_removed_when_the_process_ends(cifar_dir, s3, tmp_path):
+    """Every S3 load left a cifar10-* copy in /tmp: 178 MB per trial on real CIFAR-10."""
+    import os
+    import subprocess
+    import sys
+
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="leak")
+    for name in FILES:
+        client.upload_file(str(cifar_dir / "cifar-10-batches-py" / name), "leak", f"c/{name}")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    code = "from training_container.data import load_cifar10; load_cifar10('s3://leak/c')"
+    env = {**os.environ, "TMPDIR": str(temp)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert list(temp.iterdir()) == []
+
+
 def test_from_s3(cifar_dir, s3):
     client = boto3.client("s3")
     client.create_bucket(Bucket="datasets")

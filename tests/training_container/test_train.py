@@ -78,6 +78,13 @@ def test_a_diverging_loss_ends_the_job_with_a_clear_message(cifar_dir, tmp_path)
 def test_bad_arguments_and_missing_data_exit_2(tmp_path):
     run = train("--momentum", "1.5")
     assert run.returncode == 2 and "--momentum must be in [0, 1), got 1.5" in run.stderr
+    for flag, value, message in [  # a traceback, a run at learning rate 0, a divergence
+        ("--threads", "-1", "--threads must be >= 0 (0: torch's default), got -1"),
+        ("--warmup_epochs", "inf", "--warmup_epochs must be >= 0 and finite, got inf"),
+        ("--learning_rate", "inf", "--learning_rate must be > 0 and finite, got inf"),
+    ]:
+        run = train(flag, value)
+        assert run.returncode == 2 and message in run.stderr, run.stderr
     run = train("--data_dir", str(tmp_path / "none"), "--epochs", "1", *FAST)
     assert run.returncode == 2 and "no CIFAR-10 python batches" in run.stderr
 
@@ -118,6 +125,19 @@ def test_outputs_go_to_s3_and_onnx_is_exported(cifar_dir, s3):
     listed = boto3.client("s3").list_objects_v2(Bucket="results", Prefix="job-1/")
     keys = sorted(o["Key"] for o in listed["Contents"])
     assert keys == ["job-1/metrics.json", "job-1/model.onnx", "job-1/model.pt"]
+
+
+def test_an_output_s3_cannot_take_is_one_line_and_leaves_no_staging(cifar_dir, s3, tmp_path):
+    """A missing bucket ended a finished training in a traceback, and every S3 output left
+    its staging folder (model.pt: 85 MB here) in /tmp."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    common = ["--data_dir", str(cifar_dir), "--epochs", "1", *FAST]
+    run = train(*common, "--output_dir", "s3://no-such-bucket/out", env={"TMPDIR": str(temp)})
+    assert run.returncode == 4, run.stderr
+    assert "error: cannot write s3://no-such-bucket/out/metrics.json" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not list(temp.glob("trainer-out-*"))  # (torch keeps its compile cache there)
 
 
 @pytest.mark.timeout(900)  # three epochs of ResNet-34 on a busy 2-core CPU
