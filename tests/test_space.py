@@ -110,3 +110,11 @@ def test_snap_moves_every_point_to_the_point_of_the_configuration_it_decodes_to(
     np.testing.assert_array_equal(SPACE.snap(snapped), snapped)  # a snapped point stays put
     assert not SPACE.is_continuous
     assert SearchSpace({"x": ContinuousParameter(0.0, 1.0)}).is_continuous
+
+
+def test_a_configuration_one_float_off_is_the_same_configuration():
+    """A warm-started child re-ran its own job 001 as job 007: learning_rate 0.5 and
+    0.49999999999999994 (a log-scale round trip) counted as two configurations."""
+    space = SearchSpace({"learning_rate": ContinuousParameter(0.001, 2, "Logarithmic")})
+    assert space.key({"learning_rate": 0.5}) == space.key({"learning_rate": 0.49999999999999994})
+    assert space.key({"learning_rate": 0.5}) != space.key({"learning_rate": 0.5000001})

@@ -424,3 +424,26 @@ def test_artifacts_a_server_keeps_failing_are_left_out_not_blocking(
     assert parent.info.status == "FINISHED" and len(children) == 4
     assert all(r.info.status in ("FINISHED", "FAILED") for r in children)
     assert all("status" in r.data.tags for r in children)
+
+
+def test_a_file_store_mlflow_refuses_is_one_clear_error_recording_nothing(
+    tmp_path, capsys, monkeypatch
+):
+    """MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE=true: a raw traceback,
+    exit 1, before."""
+    pytest.importorskip("mlflow")
+    import yaml
+
+    from tuner.cli import main
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    config = tmp_path / "job.yaml"
+    uri = f"file://{tmp_path / 'mlruns'}"
+    config.write_text(yaml.safe_dump(definition(tmp_path, uri, "filestore")))
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["--storage", url, "run", str(config), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"tracking_uri {uri!r} cannot be used: " in err and "MLFLOW_ALLOW_FILE_STORE" in err
+    from tuner.storage import Store
+
+    assert Store(url).list_tuning_jobs() == []

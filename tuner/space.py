@@ -143,8 +143,9 @@ class SearchSpace:
         return self._slices[name]
 
     def key(self, config: Mapping[str, Any]) -> tuple[Any, ...]:
-        """A hashable identity of a configuration (types kept: 1 and True differ)."""
-        return tuple((type(config[n]).__name__, config[n]) for n in self.ranges)
+        """A hashable identity of a configuration (types kept: 1 and True differ; floats to 12
+        significant digits, so 0.49999999999999994 from a log-scale round trip is 0.5)."""
+        return tuple((type(v).__name__, _close(v)) for v in (config[n] for n in self.ranges))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` points uniform in the unit cube (uniform over values after decoding)."""
@@ -166,3 +167,7 @@ class SearchSpace:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {name: rng.to_dict() for name, rng in self.ranges.items()}
+
+
+def _close(value: Any) -> Any:
+    return float(f"{value:.12g}") if isinstance(value, float) else value

@@ -12,6 +12,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from tuner.errors import ValidationError
+from tuner.extras import require
 from tuner.tracking.base import Tracker
 
 if TYPE_CHECKING:  # tuner.definition imports check_tracking_uri from here
@@ -49,8 +51,19 @@ def tracker_for(definition: TuningJobDefinition, name: str, store: Store) -> Tra
         return Tracker()
     from tuner.tracking.mlflow_tracker import MlflowTracker
 
+    require("mlflow", "mlflow", "tracking_uri (MLflow tracking)")
+    from mlflow.exceptions import MlflowException
+
+    uri = definition.tracking_uri
     timeout = float(os.environ.get("TUNER_TRACKING_CLOSE_TIMEOUT", "30"))
-    return MlflowTracker(definition.tracking_uri, name, definition, store, close_timeout=timeout)
+    try:  # MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE=true, at once
+        tracker = MlflowTracker(uri, name, definition, store, close_timeout=timeout)
+        if uri.startswith("file:"):  # local: a refusal is known now, not in the tracker
+            tracker.client.search_experiments(max_results=1)
+    except MlflowException as exc:
+        reason = exc.message[:1000]
+        raise ValidationError(f"tracking_uri {uri!r} cannot be used: {reason}") from None
+    return tracker
 
 
 def catch_up(definition: TuningJobDefinition, name: str, store: Store, uri: str | None) -> str:
