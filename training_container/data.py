@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,19 +80,35 @@ def _cifar_folder(root: Path) -> Path | None:
 
 
 def _from_s3(uri: str, cache: Path) -> Path:
+    """The batches under the prefix, or under its ``cifar-10-batches-py/`` (as a folder may
+    hold them), downloaded into ``cache``."""
     import boto3
 
     bucket, _, prefix = uri[len("s3://") :].partition("/")
     prefix = prefix.rstrip("/")
     s3 = boto3.client("s3")
+    nested = f"{prefix}/cifar-10-batches-py" if prefix else "cifar-10-batches-py"
+    base = next((b for b in (prefix, nested) if _s3_has(s3, bucket, _s3_key(b, FILES[0]))), prefix)
     cache.mkdir(parents=True, exist_ok=True)
     for name in FILES:
-        key = f"{prefix}/{name}" if prefix else name
+        key = _s3_key(base, name)
         try:
             s3.download_file(bucket, key, str(cache / name))
         except Exception as exc:  # botocore raises many kinds; all mean "not there"
             raise DataError(f"cannot read s3://{bucket}/{key}: {exc}") from None
     return cache
+
+
+def _s3_key(base: str, name: str) -> str:
+    return f"{base}/{name}" if base else name
+
+
+def _s3_has(s3: Any, bucket: str, key: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except Exception:  # missing, forbidden, no bucket: the download says which
+        return False
+    return True
 
 
 def load_cifar10(location: str, download: bool = False) -> tuple[np.ndarray, ...]:

@@ -84,6 +84,14 @@ def test_from_s3(cifar_dir, s3):
     assert np.array_equal(x_train, local[0]) and np.array_equal(y_train, local[1])
     with pytest.raises(DataError, match="cannot read s3://datasets/elsewhere/data_batch_1"):
         load_cifar10("s3://datasets/elsewhere")
+    for name in FILES:  # a prefix holding the cifar-10-batches-py folder, as a folder may
+        client.upload_file(
+            str(cifar_dir / "cifar-10-batches-py" / name),
+            "datasets",
+            f"tarball/cifar-10-batches-py/{name}",
+        )
+    nested, _, _, _ = load_cifar10("s3://datasets/tarball")
+    assert np.array_equal(nested, local[0])
 
 
 def test_validation_split_is_stratified_and_disjoint():

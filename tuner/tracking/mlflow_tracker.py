@@ -189,16 +189,18 @@ class MlflowTracker(Tracker):
             self._abandon.set()
             left = Counter(kind for kind, _ in list(self._queue.queue))
             left.update(op[0] for op in (self._held, self._inflight) if op is not None)
+            undelivered = left + self.dropped
+            if record is not None:
+                undelivered["finish"] = 1  # queued above; counted once
             log.error(
-                "MLflow tracking of %s at %s gave up after waiting %gs: not delivered %s%s "
+                "MLflow tracking of %s at %s gave up after waiting %gs: not delivered %s "
                 "(last error: %s); the store holds all of it: `tuner track %s` writes it once "
                 "the server answers",
                 self.name,
                 self.uri,
                 self.close_timeout,
-                _describe(left + self.dropped) or "nothing queued",
-                "" if record is None else ", nor the end of the tuning job",
-                self.last_error,
+                _describe(undelivered) or "nothing queued",
+                self.last_error or "none yet: a call was still inside MLflow's own retries",
                 self.name,
             )
         elif self.dropped:
