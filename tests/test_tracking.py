@@ -448,3 +448,21 @@ def test_a_file_store_mlflow_refuses_is_one_clear_error_recording_nothing(
     from tuner.storage import Store
 
     assert Store(url).list_tuning_jobs() == []
+
+
+def test_a_deleted_experiment_is_named_in_one_error_and_costs_nothing(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch, caplog
+):
+    """Its name stays taken in MLflow; the refusal read 'must be in the active state'."""
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "60")
+    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    c = client(mlflow_server)
+    c.delete_experiment(c.create_experiment("deleted"))
+    data = definition(tmp_path, mlflow_server.url, "deleted", max_jobs=2)
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    tuner.fit()
+    assert tuner.describe()["status"] == "Completed"
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "experiment 'deleted' is deleted in MLflow and its name stays taken" in errors[0]
+    assert "tuner track deleted" in errors[0]

@@ -17,6 +17,7 @@ full reason of the group is its example.
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Any
 
@@ -24,6 +25,7 @@ from tuner.records import TrainingJob, TrainingStatus
 
 NO_SUCCESS_ATTEMPTS = 5
 LAST_LINE = "; last log line:"
+CONTAINER_ID = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 def exit_reason(code: int) -> str:
@@ -45,7 +47,9 @@ def _general(job: TrainingJob) -> str:
 
 
 def _group_key(reason: str) -> str:
-    return reason.split(LAST_LINE, 1)[0]
+    """The reason without its last log line, and with container ids (64 hex digits) as <id>:
+    the same start failure of two containers is one reason."""
+    return CONTAINER_ID.sub("<id>", reason.split(LAST_LINE, 1)[0])
 
 
 def failure_groups(jobs: list[TrainingJob]) -> list[dict[str, Any]]:

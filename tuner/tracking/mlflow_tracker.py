@@ -305,6 +305,16 @@ class MlflowTracker(Tracker):
         d = self.definition
         experiment_name = d.tags.get("comparison") or self.name
         experiment = self.client.get_experiment_by_name(experiment_name)
+        if experiment is not None and experiment.lifecycle_stage == "deleted":
+            from mlflow.exceptions import MlflowException
+            from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+
+            raise MlflowException(  # a refusal: logged once, skipped, `tuner track` later
+                f"experiment {experiment_name!r} is deleted in MLflow and its name stays taken: "
+                "restore it (mlflow experiments restore) or purge it (mlflow gc), then run "
+                f"`tuner track {self.name}`",
+                error_code=INVALID_PARAMETER_VALUE,  # a 400: refused, not retried
+            )
         self._experiment = (
             experiment.experiment_id
             if experiment is not None
