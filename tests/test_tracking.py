@@ -381,12 +381,14 @@ def test_names_mlflow_refuses_are_renamed_and_nothing_else_is_lost(
         ranges={"lr@group": {"type": "categorical", "values": [0.1, 0.2]}},
         metric_definitions=[*METRICS, {"Name": "weird (%)", "Regex": r"loss=([0-9.]+)"}],
         max_jobs=2,
+        tags={"arm": "grid", "comparison": "renamed", "team@x": "ml"},  # a run's own tag too
     )
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
     assert tuner.fit(wait=True) is not None
     c = client(mlflow_server)
     parent, children = runs_of(mlflow_server, "renamed")
     assert parent.info.status == "FINISHED" and len(children) == 2
+    assert parent.data.tags["team_x"] == "ml" and children[0].data.tags["team_x"] == "ml"
     assert parent.info.start_time <= min(r.info.start_time for r in children)  # was after them
     for run, job in zip(children, tuner.training_jobs(), strict=True):
         assert run.info.status == "FINISHED" and run.data.tags["status"] == "Completed"

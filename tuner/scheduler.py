@@ -239,8 +239,8 @@ class Scheduler:
             self.launcher.close()
             self.tracker.close(None)
             raise StoreUnavailable(
-                f"{exc}; tuning job {self.name!r} was left as it was, its "
-                f"{len(self.running)} running training jobs running: resume it once the store "
+                f"{exc}; tuning job {self.name!r} was left as it was, with its "
+                f"{len(self.running)} training jobs still running: resume it once the store "
                 "answers (tuner resume; a service does so by itself)"
             ) from None
         except KeyboardInterrupt:

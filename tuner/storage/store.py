@@ -243,7 +243,8 @@ def _patient(method: Callable[P, R]) -> Callable[P, R]:
             try:
                 return method(*args, **kwargs)
             except (OperationalError, InterfaceError) as exc:
-                reason = str(exc.orig or exc).strip().splitlines()[0] if str(exc) else repr(exc)
+                text = str(exc.orig or exc).strip()
+                reason = text.splitlines()[0] if text else repr(exc)
                 if time.monotonic() + delay > deadline:
                     waited = f" for {store.patience:g}s" if store.patience else ""
                     raise StoreUnavailable(

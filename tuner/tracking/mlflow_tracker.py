@@ -339,7 +339,7 @@ class MlflowTracker(Tracker):
                 self._experiment,
                 run_name=self.name,
                 start_time=_ms(self.store.get_tuning_job(self.name).created_at),
-                tags=tags,
+                tags=self._tags(tags),
             ).info.run_id
         else:
             run_id = found.info.run_id
@@ -382,7 +382,7 @@ class MlflowTracker(Tracker):
                 self._experiment or "",
                 run_name=job.name,
                 start_time=_ms(job.started_at or job.created_at),
-                tags=tags,
+                tags=self._tags(tags),
             ).info.run_id
         self._runs[job.name] = run_id  # first: a refused param must not hide the run
         static = self.definition.job_definition.static_hyperparameters
@@ -429,6 +429,10 @@ class MlflowTracker(Tracker):
                 key = f"{mlflow_key(name)[: MAX_KEY - 1 - len(str(n))]}_{n}"
             self._keys[name] = key
         return self._keys[name]
+
+    def _tags(self, tags: dict[str, Any]) -> dict[str, str]:
+        """Tags as a new run takes them: keys MLflow takes, values within its limit."""
+        return {self._key(k): "" if v is None else str(v)[:MAX_TAG] for k, v in tags.items()}
 
     def _tolerant(self, call: Callable[[], None]) -> None:
         """Run one part of an operation whose refusal (a 4xx) must not stop the rest of it."""
