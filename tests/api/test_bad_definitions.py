@@ -144,6 +144,26 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         False,
     ),
     (
+        "s3-endpoint-without-scheme",  # boto3's ValueError crashed the shutdown
+        _set("job_definition.s3_endpoint_url", "localhost:9000"),
+        ["s3_endpoint_url must be an http:// or https:// URL", "'localhost:9000'"],
+        False,
+    ),
+    (
+        "slurm-partial-shards",  # stored, then an internal error at the first start
+        _set(
+            "job_definition",
+            {
+                "launcher": "slurm",
+                "command": ["python"],
+                "gpus_per_job": 0.5,
+                "slurm_shards_per_gpu": 3,
+            },
+        ),
+        ["must be a whole number of shards, got 1.5"],
+        False,
+    ),
+    (
         "gpus-inf",
         _set("job_definition.gpus_per_job", math.inf),
         ["gpus_per_job", "finite number", "inf"],
