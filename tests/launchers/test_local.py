@@ -24,6 +24,10 @@ def test_recover_finds_the_running_process_by_its_launch_marker(tmp_path):
     first = LocalLauncher(grace_period=1)
     handle = first.start(job)
     (job.workdir / HANDLE_FILE).unlink()
+    deadline = time.monotonic() + 30
+    while b"up" not in first.read_logs(handle):  # running, as when a new tuner recovers it
+        assert time.monotonic() < deadline  # (once, under CI's load, /proc had no match yet)
+        time.sleep(0.02)
 
     second = LocalLauncher(grace_period=1)
     assert second.recover(job) == handle
