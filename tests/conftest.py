@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -37,6 +38,15 @@ def skip_or_fail(reason: str) -> None:
 
 def fake_command() -> list[str]:
     return [sys.executable, str(FAKE_TRAIN)]
+
+
+def wait_until_running(tuner: Any, count: int, timeout: float = 30.0) -> None:
+    """Wait until ``count`` of ``tuner``'s training jobs are InProgress (fails after
+    ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while sum(j.status.value == "InProgress" for j in tuner.training_jobs()) < count:
+        assert time.monotonic() < deadline, f"{count} jobs were not running after {timeout} s"
+        time.sleep(0.05)
 
 
 @pytest.fixture

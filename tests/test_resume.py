@@ -196,3 +196,23 @@ def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(
     assert ended.status is TrainingStatus.COMPLETED, ended.failure_reason
     assert set(runs_per_job(store).values()) == {1}
     assert isinstance(dead_tuner.launcher, LocalLauncher)
+
+
+def test_the_loser_of_two_concurrent_resumes_names_the_winner(tmp_path, sqlite_url):
+    """Both read the dead owner's record; the loser's refusal named that dead owner."""
+    from tuner import HyperparameterTuner, ValidationError
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=0.1, max_jobs=1)
+    store.create_tuning_job("resume", d.to_json(), owner="dead", ttl=0.01)
+    time.sleep(0.05)  # the dead owner's lease runs out
+    loser = HyperparameterTuner.attach("resume", storage=sqlite_url)
+    claim = loser.store.claim_tuning_job
+
+    def winner_first(name: str, owner: str, ttl: float) -> bool:
+        assert store.claim_tuning_job(name, "winner", 30)  # the other resume, a moment sooner
+        return claim(name, owner, ttl)
+
+    loser.store.claim_tuning_job = winner_first  # type: ignore[method-assign]
+    with pytest.raises(ValidationError, match="is being run by winner"):
+        loser.resume()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake_command
+from tests.conftest import fake_command, wait_until_running
 from tests.test_early_stopping import alive
 from tuner import (
     ContinuousParameter,
@@ -236,10 +236,7 @@ def test_a_missing_program_fails_each_job_without_crashing(tmp_path, sqlite_url)
 def test_stop_from_the_api_stops_running_jobs(tmp_path, sqlite_url):
     tuner = make_tuner(tmp_path, sqlite_url, {"sleep": 60}, max_jobs=6, max_parallel_jobs=2)
     tuner.fit(wait=False)
-    deadline = time.monotonic() + 20
-    while sum(j.status is TrainingStatus.IN_PROGRESS for j in tuner.training_jobs()) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until_running(tuner, 2)
     tuner.stop()
     assert tuner.wait(timeout=30)["status"] == "Stopped"
     jobs = tuner.training_jobs()

@@ -354,6 +354,9 @@ class HyperparameterTuner:
             raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
         owner = process_owner()
         if not self.store.claim_tuning_job(name, owner, lease_seconds()):
+            record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended
+            if record.status.terminal:
+                raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
             raise ValidationError(
                 f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
             )

@@ -20,7 +20,7 @@ import pytest
 
 from bench.ports import free_port
 from tests.api.conftest import Server, client, definition
-from tests.conftest import skip_or_fail
+from tests.conftest import skip_or_fail, wait_until_running
 from tests.test_scheduler import make_tuner
 from tuner import StoreUnavailable, TrainingStatus
 from tuner.storage import Store
@@ -67,10 +67,7 @@ def test_a_running_tuning_job_waits_out_a_database_restart(tmp_path, postgres):
         tmp_path, postgres.url, {"sleep": 8, "epochs": 4}, max_jobs=2, max_parallel_jobs=2
     )
     tuner.fit(wait=False)
-    deadline = time.monotonic() + 30
-    while sum(j.status is TrainingStatus.IN_PROGRESS for j in tuner.training_jobs()) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until_running(tuner, 2)
     postgres.stop()
     time.sleep(3)  # 2 s was enough to end every job before
     postgres.start()
