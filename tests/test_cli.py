@@ -254,6 +254,18 @@ def test_check_metrics_shows_what_the_regexes_extract(tmp_path):
     assert "objective accuracy (Last) = 0.9" in result.stdout
 
 
+def test_check_metrics_takes_a_comparison_spec(tmp_path):
+    """The README's quickstart is a comparison spec: it was refused as a tuning job definition
+    ('max_jobs: required', 'seeds: Extra inputs are not permitted')."""
+    log = tmp_path / "sample.log"
+    log.write_text("epoch 1 validation: loss=0.4 accuracy=0.91\n")
+    spec = Path(__file__).parent.parent / "examples" / "quickstart.yaml"
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(spec))
+    assert result.returncode == 0, result.stderr
+    assert "validation-accuracy (objective): 1 values [0.91]" in result.stdout
+    assert "validation-loss: 1 values [0.4]" in result.stdout
+
+
 def test_check_metrics_says_how_many_values_were_not_finite(tmp_path):
     """It listed -inf, then printed a min over the finite values alone, unmarked."""
     log = tmp_path / "sample.log"

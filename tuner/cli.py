@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.comparison import ComparisonSpec, run_comparison
-from tuner.definition import TuningJobDefinition
+from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition, final_objective, parse_log
 from tuner.progress import ProgressBar, wanted
@@ -381,8 +381,17 @@ def _regex_seconds(metric: MetricDefinition, data: bytes) -> float:
     return time.perf_counter() - started
 
 
+def metrics_definition(path: str) -> TuningJobDefinition:
+    """The tuning job definition in ``path``, or a comparison spec's first run (every arm of a
+    comparison shares its metric definitions and objective)."""
+    document = read_yaml_file(path, "tuning job definition or comparison spec")
+    if isinstance(document, dict) and "arms" in document:
+        return ComparisonSpec.parse(document).definitions()[0]
+    return TuningJobDefinition.parse(document)
+
+
 def cmd_check_metrics(args: argparse.Namespace) -> int:
-    definition = TuningJobDefinition.load(args.config)
+    definition = metrics_definition(args.config)
     try:
         data = Path(args.log).read_bytes()
     except OSError as exc:
@@ -618,7 +627,9 @@ def parser() -> argparse.ArgumentParser:
         "check-metrics", help="show what the metric definitions extract from a sample log"
     )
     check.add_argument("--log", required=True, help="a log file of the training command")
-    check.add_argument("--config", required=True, help="tuning job definition (YAML)")
+    check.add_argument(
+        "--config", required=True, help="tuning job definition or comparison spec (YAML)"
+    )
     check.add_argument(
         "--slow-per-mb",
         type=float,
