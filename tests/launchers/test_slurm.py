@@ -260,6 +260,23 @@ def test_a_job_cancelled_in_the_queue_fails_naming_it(tmp_path):
     assert status.note == "Slurm ended it before it started in state CANCELLED (exit code 0)"
 
 
+def test_a_job_slurm_will_never_run_fails_naming_the_reason(tmp_path):
+    """64 CPUs on the 8-CPU partition: sbatch took it and it pended for ever, the tuning job
+    with it, with nothing said."""
+    launcher = SlurmLauncher(
+        poll_interval=0.1, sbatch_options=["--cpus-per-task=64"], unrunnable_patience=1.0
+    )
+    handle = launcher.start(LaunchSpec("huge", ["true"], tmp_path / "huge"))
+    status = _wait(launcher, handle)
+    assert status.exit_code is None and status.began_at is None
+    assert status.note == (
+        "Slurm would not run it: pending with reason PartitionConfig (its request exceeds what "
+        "the partition's nodes or limits allow) for 1 s; cancelled"
+    )
+    (record,) = launcher._show(handle.split(":")[1]) or [{"JobState": "CANCELLED"}]
+    assert record["JobState"] == "CANCELLED"
+
+
 def _wait(launcher: SlurmLauncher, handle: str, timeout: float = 60):
     deadline = time.monotonic() + timeout
     while (status := launcher.poll(handle)).running:

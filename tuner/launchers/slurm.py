@@ -23,7 +23,9 @@ after they end); for a job that has aged out, from ``sacct`` where accounting ru
 the status the script kept (a job killed by ``SIGKILL`` keeps none: its exit code is unknown).
 A job that Slurm ended with exit code 0 in a state other than ``COMPLETED`` (cancelled while
 queued, ``NODE_FAIL``, ``PREEMPTED``...) is reported with an unknown exit code and a note
-naming the state. The handle is
+naming the state. A job kept pending for a reason in ``UNRUNNABLE_REASONS`` for
+``unrunnable_patience`` seconds (the request can never be met as the cluster stands) is
+cancelled and ends with a note naming the reason. The handle is
 ``slurm:<job id>:<name>``, written to ``<workdir>/handle`` at once; ``recover`` also finds a job
 by its name and log path in Slurm's records, so a tuner killed right after ``sbatch`` does not
 submit the job again.
@@ -74,6 +76,16 @@ exit "$status"
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING"}
 ACTIVE = QUEUED | {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
 TIMEOUT_STATES = {"TIMEOUT", "DEADLINE"}
+# Pending reasons that mean the job as submitted cannot run until an administrator changes the
+# cluster (Slurm's squeue(1) "JOB REASON CODES"); reasons that clear by themselves (Resources,
+# Priority, ReqNodeNotAvail, PartitionDown, PartitionNodeLimit with nodes down...) are waited out.
+UNRUNNABLE_REASONS = {
+    "PartitionConfig": "its request exceeds what the partition's nodes or limits allow",
+    "PartitionTimeLimit": "its time limit exceeds the partition's MaxTime",
+    "BadConstraints": "its constraints cannot be satisfied",
+    "InvalidAccount": "its account is invalid",
+    "InvalidQOS": "its QOS is invalid",
+}
 GRES_IDX = re.compile(r"GRES=\S*?\(IDX:([^)]*)\)")
 
 
@@ -83,6 +95,7 @@ class _SlurmJob(TrackedJob):
     state: str = "PENDING"
     exit_code: int | None = None
     checked: float = float("-inf")  # time.monotonic() of the last scontrol query
+    unrunnable_since: float | None = None  # time.monotonic() it was first seen unrunnable
 
 
 def _fields(line: str) -> dict[str, str]:
@@ -156,6 +169,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         sbatch_options: Sequence[str] = (),
         grace_period: float = 10.0,
         poll_interval: float = 1.0,
+        unrunnable_patience: float = 60.0,
     ) -> None:
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
@@ -172,6 +186,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         self.sbatch_options = list(sbatch_options)
         self.grace_period = grace_period
         self.poll_interval = poll_interval
+        self.unrunnable_patience = unrunnable_patience
 
     # Slurm's commands
 
@@ -283,7 +298,11 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
                     job.started = time.monotonic() - max(0.0, time.time() - began)
             if match := GRES_IDX.search(" ".join(f"{k}={v}" for k, v in record.items())):
                 job.gpus = _expand_indices(match.group(1))
-            if job.state in ACTIVE:
+            if job.state == "PENDING" and record.get("Reason") in UNRUNNABLE_REASONS:
+                self._give_up_if_unrunnable(job, record["Reason"])
+            else:
+                job.unrunnable_since = None
+            if job.state in ACTIVE or job.finished:
                 return
             job.exit_code = _exit_code(record.get("ExitCode", ""), job.state)
             job.ended_at = _epoch(record.get("EndTime", ""))
@@ -296,6 +315,22 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             queued = "" if job.began_at is not None else " before it started"
             job.note = f"Slurm ended it{queued} in state {job.state} (exit code 0)"
         job.timed_out = job.timed_out or job.state in TIMEOUT_STATES
+        job.finished = True
+
+    def _give_up_if_unrunnable(self, job: _SlurmJob, reason: str) -> None:
+        """Cancel a job Slurm has kept pending for an unrunnable reason for
+        ``unrunnable_patience`` seconds; it ends with a note naming the reason."""
+        now = time.monotonic()
+        if job.unrunnable_since is None:
+            job.unrunnable_since = now
+        if now - job.unrunnable_since < self.unrunnable_patience:
+            return
+        self._slurm("scancel", job.job_id)
+        job.state, job.exit_code, job.ended_at = "CANCELLED", None, time.time()
+        job.note = (
+            f"Slurm would not run it: pending with reason {reason} ({UNRUNNABLE_REASONS[reason]}) "
+            f"for {self.unrunnable_patience:g} s; cancelled"
+        )
         job.finished = True
 
     def _kept(self, job: _SlurmJob) -> tuple[str, int | None]:
