@@ -124,8 +124,11 @@ def _summary(record: TuningJob) -> dict[str, Any]:
 
 
 def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
-    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default); read
-    backwards in blocks, each read and counted once (time linear in what is returned)."""
+    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default), a last
+    line without its newline counted as one; read backwards in blocks, each read and counted
+    once (time linear in what is returned)."""
+    if lines <= 0:
+        return b""
     with open(path, "rb") as f:
         position = f.seek(0, 2) if end is None else end
         blocks: list[bytes] = []
@@ -137,7 +140,8 @@ def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
             blocks.append(f.read(step))
             newlines += blocks[-1].count(b"\n")
     data = b"".join(reversed(blocks))
-    return b"\n".join(data.split(b"\n")[-lines - 1 :]) if data else b""
+    pieces = data.split(b"\n")  # ends with b"" when the last line is whole
+    return b"\n".join(pieces[-lines - 1 :] if data.endswith(b"\n") else pieces[-lines:])
 
 
 def _read_from(path: Path, offset: int) -> bytes:

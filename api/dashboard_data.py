@@ -163,11 +163,26 @@ def trials(store: Store, name: str) -> dict[str, Any]:
     }
 
 
+CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8's 10xxxxxx: never a character's first
+
+
+def _first_character_length(data: bytes) -> int:
+    """Bytes of the UTF-8 character ``data`` starts with, by its first byte (1 when invalid)."""
+    if not data:
+        return 0
+    lead = data[0]
+    return (
+        2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4 if lead >> 3 == 0b11110 else 1
+    )
+
+
 def log_chunk(store: Store, name: str, offset: int, limit: int) -> dict[str, Any]:
     """Up to ``limit`` bytes of a training job's log from byte ``offset`` (a negative one counts
-    from the end), decoded as UTF-8 (invalid bytes replaced) and cut before a character split
-    by the limit; ``next_offset`` is where the next call starts, ``ended`` whether the job has
-    ended (nothing more will be written once ``next_offset`` reaches ``size``)."""
+    from the end and moves on to the next character's first byte), decoded as UTF-8 (invalid
+    bytes replaced) and cut before a character split by the limit, but at least one character
+    (up to 4 bytes) where the log has one; ``next_offset`` is where the next call starts,
+    ``ended`` whether the job has ended (nothing more will be written once ``next_offset``
+    reaches ``size``)."""
     job = store.get_training_job(name)
     path = Path(job.workdir) / LOG_FILE if job.workdir else None
     size = path.stat().st_size if path is not None and path.exists() else 0
@@ -176,7 +191,12 @@ def log_chunk(store: Store, name: str, offset: int, limit: int) -> dict[str, Any
     if path is not None and size > start:
         with open(path, "rb") as f:
             f.seek(start)
-            data = f.read(min(limit, size - start))
+            data = f.read(max(limit, 4) + 3)  # room for a cut character and a whole one
+        if offset < 0:  # counted from the end: skip the rest of a character cut in two
+            cut = len(data) - len(data.lstrip(CONTINUATION_BYTES))
+            skip = cut if 0 < cut <= 3 else 0
+            start, data = start + skip, data[skip:]
+        data = data[: max(limit, _first_character_length(data))]
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     at_end = start + len(data) >= size and job.status.terminal
     text = decoder.decode(data, final=at_end)

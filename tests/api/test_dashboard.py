@@ -187,3 +187,28 @@ def test_large_trials_travel_gzipped_to_clients_that_accept_it():
     assert len(plain.body) > 3 * len(packed.body)
     body = json.loads(plain.body)  # strict JSON: infinity travels as null, as FastAPI sends it
     assert body["columns"]["objective"][:2] == [None, 0.25]
+
+
+def test_a_log_chunk_never_stalls_inside_a_character(tmp_path, sqlite_url):
+    """A limit smaller than the character at the offset gave next_offset == offset for ever, and
+    an offset from the end that cut a character began the text with U+FFFD."""
+    from api.dashboard_data import log_chunk
+    from tuner.storage import Store
+
+    store = Store(sqlite_url)
+    store.create_tuning_job("utf", {"name": "utf"})
+    store.create_training_job("utf", 1, {})
+    store.mark_started("utf-001", "local:0:0:utf-001", str(tmp_path))
+    whole = "a☃b€\U0001f600c\n"
+    (tmp_path / "log.txt").write_text(whole, encoding="utf-8")
+    size = len(whole.encode())
+    for limit in (1, 2, 3, 4, 7):
+        offset, text = 0, ""
+        while offset < size:
+            chunk = log_chunk(store, "utf-001", offset, limit)
+            assert chunk["next_offset"] > offset, (limit, offset)
+            text, offset = text + chunk["text"], chunk["next_offset"]
+        assert text == whole, limit
+    for back in range(1, size + 1):  # every cut from the end starts at a whole character
+        chunk = log_chunk(store, "utf-001", -back, 64)
+        assert "\ufffd" not in chunk["text"] and whole.endswith(chunk["text"]), back

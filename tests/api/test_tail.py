@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 
 from api.app import tail_lines
+
+
+def last_lines(data: bytes, n: int) -> bytes:
+    """The reference: the last ``n`` lines, a last one without its newline counted."""
+    return b"".join(re.findall(rb"[^\n]*\n|[^\n]+$", data)[-n:]) if n else b""
 
 
 def test_tail_matches_splitting_the_whole_file(tmp_path):
@@ -14,8 +20,17 @@ def test_tail_matches_splitting_the_whole_file(tmp_path):
     content = b"\n".join(lines) + b"\n"
     log.write_bytes(content)
     for n in (0, 1, 2, 5, 59, 60, 61, 500):
-        assert tail_lines(log, n) == b"\n".join(content.split(b"\n")[-n - 1 :]), n
+        assert tail_lines(log, n) == last_lines(content, n), n
     end = len(content) // 2  # the first half only, as a log chunk read so far
-    assert tail_lines(log, 3, end) == b"\n".join(content[:end].split(b"\n")[-4:])
+    assert tail_lines(log, 3, end) == last_lines(content[:end], 3)
     (tmp_path / "empty.txt").write_bytes(b"")
     assert tail_lines(tmp_path / "empty.txt", 5) == b""
+
+
+def test_a_last_line_without_its_newline_is_one_of_the_lines(tmp_path):
+    """tail=1 gave two lines when the job's last write had no newline (a progress line)."""
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"a\nb\nfinal progress 100%")
+    assert tail_lines(log, 1) == b"final progress 100%"
+    assert tail_lines(log, 2) == b"b\nfinal progress 100%"
+    assert tail_lines(log, 9) == b"a\nb\nfinal progress 100%"
