@@ -7,8 +7,10 @@ Every call raises ``ValidationError`` for a 400/413/422 answer, ``NotFoundError`
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
+from tuner.definition import NAME_PATTERN
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.records import TrainingJob, TrainingStatus
 from tuner.summary import training_job_from_dict
@@ -41,6 +43,8 @@ class ServiceClient:
             detail = response.json().get("detail", response.text)
         except ValueError:
             detail = response.text
+        if isinstance(detail, list):  # FastAPI's own 422: one entry per refused field
+            detail = "; ".join(_refusal(entry) for entry in detail)
         if response.status_code == 404:
             raise NotFoundError(str(detail))
         if response.status_code in (400, 413, 422):
@@ -52,8 +56,13 @@ class ServiceClient:
         return result
 
     def describe(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/tuning-jobs/{name}")
+        result: dict[str, Any] = self._call("GET", _path(name))
         return result
+
+    def step_counts(self, name: str) -> dict[str, int]:
+        """How many values of the objective each training job reported, by job name."""
+        columns = self._call("GET", _path(name, "trials"))["columns"]
+        return dict(zip(columns["name"], columns["steps"], strict=True))
 
     def training_jobs(
         self,
@@ -75,12 +84,32 @@ class ServiceClient:
         params = {k: v for k, v in asked.items() if v is not None}
         return [
             training_job_from_dict(d)
-            for d in self._call("GET", f"/tuning-jobs/{name}/training-jobs", params=params)
+            for d in self._call("GET", _path(name, "training-jobs"), params=params)
         ]
 
     def stop(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/tuning-jobs/{name}/stop")
+        result: dict[str, Any] = self._call("POST", _path(name, "stop"))
         return result
 
     def close(self) -> None:
         self._http.close()
+
+
+def _path(name: str, *rest: str) -> str:
+    """The URL path of tuning job ``name`` (and a sub-resource); a name the service could not
+    have made (``..``, ``a/b``, ``x?y=1``) is refused here, never sent as another path."""
+    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
+        raise ValidationError(
+            "a tuning job name is 1-63 letters, digits and hyphens, starting with a letter or "
+            f"digit, got {name!r}"
+        )
+    return "/".join(("/tuning-jobs", name, *rest))
+
+
+def _refusal(entry: Any) -> str:
+    """One entry of FastAPI's validation error as a sentence: where, the rule, the value."""
+    if not isinstance(entry, dict):
+        return str(entry)
+    where = " ".join(str(part) for part in entry.get("loc", ()))
+    got = f", got {entry['input']!r}" if "input" in entry else ""
+    return f"{where}: {entry.get('msg', 'refused')}{got}"

@@ -484,7 +484,12 @@ class HyperparameterTuner:
     def analytics(self) -> TuningJobAnalytics:
         name = self._require_name()
         metric = self.definition.objective_metric_name
-        steps = None if self.client is not None else lambda: self.store.metric_counts(name, metric)
+        client = self.client
+        steps = (
+            (lambda: client.step_counts(name))
+            if client is not None
+            else lambda: self.store.metric_counts(name, metric)
+        )
         return TuningJobAnalytics(
             list(self.definition.hyperparameter_ranges), metric, self.training_jobs, steps
         )

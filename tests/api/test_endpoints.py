@@ -453,12 +453,25 @@ def test_python_api_against_the_service(server):
     tuner.fit()
     assert tuner.describe()["status"] == "Completed"
     assert tuner.best_training_job().objective == max(j.objective for j in tuner.training_jobs())
-    assert len(tuner.analytics().dataframe()) == 3
+    frame = tuner.analytics().dataframe()
+    assert len(frame) == 3
+    local = Store(server.database_url).metric_counts("py-client", "accuracy")
+    assert list(frame["StepsRun"]) == [local[n] for n in frame["TrainingJobName"]]  # was None
+    assert set(local.values()) != {0}
     best_first = tuner.training_jobs(sort_by="objective", limit=2)  # the service sorts
     assert best_first == sorted(tuner.training_jobs(), key=lambda j: -(j.objective or 0))[:2]
     assert tuner.training_jobs(status="Failed") == []
     with pytest.raises(ValidationError, match="speed"):
         tuner.training_jobs(sort_by="speed")
+    with pytest.raises(
+        ValidationError, match=r"^query limit: .*greater than or equal to 1, got '-1'"
+    ):
+        tuner.training_jobs(limit=-1)  # a sentence, not the repr of FastAPI's list
+    for name in ("ghost/../py-client", "py-client?x=1", "..", "../healthz"):
+        with pytest.raises(ValidationError, match="a tuning job name is 1-63 letters"):
+            HyperparameterTuner.attach(
+                name, service_url=server.url, service_token="test-token-0123456789"
+            )  # it attached to (or stopped) another tuning job, or crashed on KeyError
     again = HyperparameterTuner.attach(
         "py-client", service_url=server.url, service_token="test-token-0123456789"
     )
