@@ -13,11 +13,27 @@ if TYPE_CHECKING:  # pandas is imported when a frame is made, not with the packa
     import pandas as pd
 
 
+FIXED_COLUMNS = (
+    "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
+    "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason", "TrainingStartTime",
+    "TrainingEndTime", "TrainingElapsedTimeSeconds", "QueuedSeconds", "ArtifactsUri", "StepsRun",
+)  # fmt: skip
+REPORT_COLUMNS = ("TuningJobName", "Arm", "Seed")  # put before them in reports' CSV
+
+
+def parameter_column(name: str) -> str:
+    """A hyperparameter's column: its name, or ``NAME (hyperparameter)`` where that name is a
+    fixed column's (a hyperparameter called ``Seed`` or ``TrainingJobName``)."""
+    taken = name in FIXED_COLUMNS or name in REPORT_COLUMNS
+    return f"{name} (hyperparameter)" if taken else name
+
+
 class TuningJobAnalytics:
     """Rows: name, number, status, objective status, each hyperparameter, the final objective,
     failure reason, start/end times (UTC) with the training time in seconds, and ``StepsRun``:
     how many values of the objective metric the job reported (fewer than its budget when it
-    was stopped early; empty when unknown)."""
+    was stopped early; empty when unknown). A hyperparameter named as one of these columns (or
+    reports' ``TuningJobName``, ``Arm``, ``Seed``) is ``NAME (hyperparameter)``."""
 
     def __init__(
         self,
@@ -43,7 +59,7 @@ class TuningJobAnalytics:
                 "TrainingJobStatus": job.status.value,
                 "ObjectiveStatus": job.objective_status.value,
             }
-            row.update({p: job.hyperparameters.get(p) for p in self.parameters})
+            row.update({parameter_column(p): job.hyperparameters.get(p) for p in self.parameters})
             row["FinalObjectiveValue"] = job.objective
             row["ObjectiveMetricName"] = self.objective_metric_name
             row["FailureReason"] = job.failure_reason
@@ -54,12 +70,7 @@ class TuningJobAnalytics:
             row["ArtifactsUri"] = job.artifacts_uri
             row["StepsRun"] = None if steps is None else steps.get(job.name, 0)
             rows.append(row)
-        columns = [
-            "TrainingJobName", "TrainingJobNumber", "TrainingJobStatus", "ObjectiveStatus",
-            *self.parameters, "FinalObjectiveValue", "ObjectiveMetricName", "FailureReason",
-            "TrainingStartTime", "TrainingEndTime", "TrainingElapsedTimeSeconds",
-            "QueuedSeconds", "ArtifactsUri", "StepsRun",
-        ]  # fmt: skip
+        columns = [*FIXED_COLUMNS[:4], *map(parameter_column, self.parameters), *FIXED_COLUMNS[4:]]
         return pd.DataFrame(rows, columns=columns)
 
     def export_csv(self, path: str | Path) -> Path:

@@ -196,9 +196,9 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> in
     print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
     for row in rows:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-    sentence = headline(data)
-    if sentence:
-        print(sentence)
+    said = headline(data)
+    if said:
+        print(said[0])
     failed = False
     for name in names:
         record = store.get_tuning_job(name)

@@ -249,14 +249,14 @@ def test_compare_writes_the_report_when_every_job_failed(tmp_path):
         assert (folder / name).stat().st_size > 0, name
     assert (folder / "objective_vs_hyperparameters.png").stat().st_size > 0
     markdown = (folder / "report.md").read_text()
-    assert "No training job succeeded: 4 of 4 failed." in markdown
+    assert "No training job succeeded: 4 failed, of 4." in markdown
     for arm in ("random", "bayes"):  # reasons grouped per arm, with counts
         assert f"| {arm} | 2 | exited with code 2; last log line: " in markdown
     for job in ("cmp-random-s1-001", "cmp-random-s1-002", "cmp-bayes-s1-001", "cmp-bayes-s1-002"):
         line = next(row for row in markdown.splitlines() if f"| {job} |" in row)
         assert "trian.py" in line and "Failed" in line
     html = (folder / "report.html").read_text()
-    assert "No training job succeeded: 4 of 4 failed." in html
+    assert "No training job succeeded: 4 failed, of 4." in html
 
 
 def test_the_report_shows_compute_and_what_early_stopping_saved(tmp_path, sqlite_url):
@@ -433,3 +433,83 @@ def test_names_with_dollars_and_a_huge_categorical_range_are_plotted(tmp_path, s
     report(store, ["dollars"], tmp_path / "report", "cost $\\frac{1$")
     assert (tmp_path / "report" / "objective_vs_hyperparameters.png").stat().st_size > 0
     assert "price_$_usd_$" in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_a_report_of_odd_names_and_values_is_written_whole_and_strict(tmp_path, sqlite_url):
+    """A hyperparameter named Seed crashed the CSV (`cannot insert Seed`); an infinite objective
+    made report.json invalid JSON (bare Infinity); Markdown passed HTML and '|' in headers and
+    newlines in cells through."""
+    store = Store(sqlite_url)
+    seed = {"type": "integer", "min_value": 1, "max_value": 5}
+    _ended_run(
+        store,
+        "odd",
+        {"Seed": seed, "a|b": {"type": "categorical", "values": ["<script>x</script>", "l1\nl2"]}},
+        {},
+        [
+            ({"Seed": 3, "a|b": "<script>x</script>"}, float("inf")),
+            ({"Seed": 4, "a|b": "l1\nl2"}, 0.5),
+        ],
+    )
+    report(store, ["odd"], tmp_path / "report", "odd <b>names</b>")
+    folder = tmp_path / "report"
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    data = json.loads((folder / "report.json").read_text(), parse_constant=refuse)
+    assert sorted(p["objective"] for p in data["points"] if p["objective"] is not None) == [0.5]
+    csv = pd.read_csv(folder / "training_jobs.csv")
+    assert list(csv.columns[:3]) == ["TuningJobName", "Arm", "Seed"]
+    assert list(csv["Seed (hyperparameter)"]) == [3, 4]
+    markdown = (folder / "report.md").read_text()
+    assert "<script>" not in markdown and "<b>" not in markdown
+    assert "&lt;script&gt;x&lt;/script&gt;" in markdown and "l1 l2" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| ") and "a\\|b" in line]
+    assert table  # the header's '|' is escaped: every row keeps its column count
+    for line in markdown.splitlines():
+        if line.startswith("|") and "a\\|b" in line:
+            columns = len(line.replace("\\|", "").split("|"))
+            following = markdown.split(line, 1)[1].splitlines()[1]
+            assert len(following.replace("\\|", "").split("|")) == columns
+
+
+def test_the_headline_says_what_jobs_without_an_objective_are(sqlite_url):
+    """A report of a running tuning job said in red 'No training job succeeded: 0 of 2 failed'."""
+    from tuner.reports.render import headline
+
+    store = Store(sqlite_url)
+    _ended_run(store, "busy", {}, {}, [])
+    for number in (1, 2):
+        store.create_training_job("busy", number, {})
+    store.mark_started("busy-001", "local:0:0:busy-001", "/tmp")
+    assert headline(build(store, ["busy"])) == (
+        "No training job has an objective yet: 1 pending, 1 running, of 2.",
+        False,
+    )
+    store.finish_training_job("busy-001", TrainingStatus.STOPPED)
+    store.finish_training_job("busy-002", TrainingStatus.FAILED, failure_reason="boom")
+    assert headline(build(store, ["busy"])) == (
+        "No training job succeeded: 1 stopped, 1 failed, of 2.",
+        True,
+    )
+
+
+def test_analytics_keeps_a_hyperparameter_named_as_a_fixed_column(tmp_path, sqlite_url):
+    """Hyperparameters named TrainingJobName and FinalObjectiveValue overwrote those columns."""
+    from tuner.analytics import TuningJobAnalytics
+
+    store = Store(sqlite_url)
+    _ended_run(
+        store, "clash", {}, {}, [({"TrainingJobName": 3, "FinalObjectiveValue": 5.8}, 0.954)]
+    )
+    frame = TuningJobAnalytics(
+        ["TrainingJobName", "FinalObjectiveValue"],
+        "acc",
+        lambda: store.list_training_jobs("clash"),
+    ).dataframe()
+    assert frame.columns.is_unique
+    row = frame.iloc[0]
+    assert row["TrainingJobName"] == "clash-001" and row["FinalObjectiveValue"] == 0.954
+    assert row["TrainingJobName (hyperparameter)"] == 3
+    assert row["FinalObjectiveValue (hyperparameter)"] == 5.8

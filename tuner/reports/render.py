@@ -15,6 +15,7 @@ import io
 import json
 import math
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,10 @@ def best_band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...] | None
 def zoom(bands: list[tuple[np.ndarray, ...]], maximize: bool) -> tuple[float, float] | None:
     """Y limits that show the differences the report is about: the best value, the worst final
     value of any run, and three times that spread below it (above it when minimising) for the
-    climb, never beyond the values drawn."""
-    finals = [v for _, low, high in bands for v in (low[-1], high[-1]) if not math.isnan(v)]
-    drawn = [v for band in bands for arr in band for v in arr if not math.isnan(v)]
+    climb, never beyond the values drawn; infinite values are left out (None when no finite
+    value is left)."""
+    finals = [v for _, low, high in bands for v in (low[-1], high[-1]) if math.isfinite(v)]
+    drawn = [v for band in bands for arr in band for v in arr if math.isfinite(v)]
     if not finals:
         return None
     best = max(finals) if maximize else min(finals)
@@ -86,11 +88,11 @@ def zoom(bands: list[tuple[np.ndarray, ...]], maximize: bool) -> tuple[float, fl
     return best - 0.5 * spread, min(max(drawn), worst + 3 * spread)
 
 
-def _no_result(ax: plt.Axes) -> None:
+def _no_result(ax: plt.Axes, text: str = "no training job succeeded") -> None:
     ax.text(
         0.5,
         0.5,
-        "no training job succeeded",
+        text,
         ha="center",
         va="center",
         transform=ax.transAxes,
@@ -126,7 +128,7 @@ def _finish_best_plot(
     ax.grid(alpha=0.3)
     limits = zoom(bands, data["objective"]["type"] == "Maximize")
     if limits is None:
-        _no_result(ax)
+        _no_result(ax, "no finite objective to plot" if bands else "no training job succeeded")
         return
     ax.set_ylim(*limits)
     ax.legend()
@@ -375,13 +377,31 @@ def warm_start_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def headline(data: dict[str, Any]) -> str | None:
-    """A plain sentence when no training job succeeded, else None."""
+HEADLINE_STATES = {
+    "Pending": "pending",
+    "InProgress": "running",
+    "Stopping": "stopping",
+    "Stopped": "stopped",
+    "Failed": "failed",
+    "Completed": "completed without an objective",
+}
+
+
+def headline(data: dict[str, Any]) -> tuple[str, bool] | None:
+    """A plain sentence when no training job has an objective, naming what its jobs are, and
+    whether it is an alarm (not while some still run); else None."""
     if data["points"]:
         return None
-    failed = len(data.get("failed_jobs", []))
-    total = data.get("training_job_count", failed)
-    return f"No training job succeeded: {failed} of {total} failed."
+    counts = Counter(job.get("status") for job in data.get("training_jobs", []))
+    total = sum(counts.values())
+    if not total:
+        return "No training job has run yet.", False
+    said = ", ".join(
+        f"{counts[state]} {word}" for state, word in HEADLINE_STATES.items() if counts[state]
+    )
+    if counts["Pending"] or counts["InProgress"] or counts["Stopping"]:
+        return f"No training job has an objective yet: {said}, of {total}.", False
+    return f"No training job succeeded: {said}, of {total}.", True
 
 
 def _html_table(head: list[str], rows: list[list[str]]) -> str:
@@ -392,9 +412,15 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def md_text(text: str) -> str:
+    """``text`` as literal Markdown table-cell text: no raw HTML, no cell or row breaks."""
+    text = html.escape(text, quote=False).replace("|", "\\|")
+    return " ".join(text.splitlines())
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(md_text, head)) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(map(md_text, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -432,8 +458,12 @@ def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | Non
     """The self-contained page: tables, and the plots embedded as PNG data."""
     images = images if images is not None else render_plots(data)
     objective = f"{data['objective']['type']} {data['objective']['metric']}"
-    sentence = headline(data)
-    alert = f"<p class='alert'><b>{html.escape(sentence)}</b></p>" if sentence else ""
+    said = headline(data)
+    alert = (
+        f"<p class='{'alert' if said[1] else 'note'}'><b>{html.escape(said[0])}</b></p>"
+        if said
+        else ""
+    )
     figures = "".join(
         f'<figure><img class="plot" alt="{name}" '
         f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
@@ -472,17 +502,29 @@ def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[s
     }
     paths["html"].write_text(render_html(data, title, images))
     objective = f"{data['objective']['type']} {data['objective']['metric']}"
-    markdown = [f"# {title}", ""]
-    sentence = headline(data)
-    markdown += [f"**{sentence}**", ""] if sentence else []
-    markdown += [f"Objective: {objective}.", ""]
+    markdown = [f"# {md_text(title)}", ""]
+    said = headline(data)
+    markdown += [f"**{said[0]}**", ""] if said else []
+    markdown += [f"Objective: {md_text(objective)}.", ""]
     for t, tbl in tables(data):
         markdown += [f"## {t}", "", _md_table(*tbl), ""]
     markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
     paths["markdown"].write_text("\n".join(markdown))
-    paths["json"].write_text(json.dumps(data, indent=1, default=str))
+    paths["json"].write_text(json.dumps(strict_json(data), indent=1, default=str, allow_nan=False))
     jobs_frame(data).to_csv(paths["csv"], index=False, date_format=CSV_TIME_FORMAT)
     return paths
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every infinite or NaN float as None (JSON has no such numbers; REST's
+    answers write them as null too)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def jobs_frame(data: dict[str, Any]) -> pd.DataFrame:
