@@ -134,6 +134,25 @@ def test_diverged_losses_are_compressed_so_the_good_ones_stay_apart():
     np.testing.assert_allclose(GPSearch._scale(smooth), (smooth - 0.5) / smooth.std())
 
 
+@pytest.mark.parametrize("huge", [1e307, 1e308, 1.7e308, -1.7e308])
+def test_a_huge_finite_loss_is_a_bad_result_not_a_crash(huge):
+    """One job reporting 1e308 made the scaled losses inf and failed the tuning job with
+    'array must not contain infs or NaNs'."""
+    losses = np.array([0.3, 0.2, 0.25, 0.1, huge, 0.15])
+    scaled = GPSearch._scale(losses)
+    assert np.isfinite(scaled).all()
+    np.testing.assert_array_equal(np.argsort(scaled), np.argsort(losses))
+    for maximize in (False, True):
+        strategy = make_strategy(
+            "Bayesian", SearchSpace({"x": ContinuousParameter(0.0, 1.0)}), maximize, seed=3
+        )
+        for i in range(12):
+            (config,) = strategy.ask(1)
+            value = huge if config["x"] > 0.8 else (config["x"] - 0.3) ** 2
+            strategy.tell(config, -value if maximize else value)
+            assert 0.0 <= config["x"] <= 1.0, i
+
+
 def test_pending_points_are_told_the_best_loss_or_in_the_trust_region_their_mean(monkeypatch):
     search = _search(3)
     for point in np.random.default_rng(3).random((12, 2)):

@@ -100,6 +100,7 @@ BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube dis
 SAME_POINT = 1e-9  # a snapped candidate this near a measured point is that configuration
 SOBOL_DRAWS = 64  # Sobol points drawn at most for one space-filling suggestion on a snapped space
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
+LOSS_LIMIT = 1e150  # losses are held within +-this: their squares (a variance) stay finite
 OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
 # A search has converged when its last RESTART_WINDOW results improved its best by less than
 # RESTART_TOLERANCE times the distance from its median loss to its best, after at least
@@ -283,13 +284,23 @@ class GPSearch:
     def _scale(losses: np.ndarray) -> np.ndarray:
         """Losses compressed logarithmically beyond ``OUTLIER_MADS`` robust deviations above the
         median (order kept), then centred on the median and divided by their standard
-        deviation."""
+        deviation. Finite for any finite losses (1e308 once crashed the fit): they are first
+        held within ``LOSS_LIMIT``."""
+        losses = np.clip(losses, -LOSS_LIMIT, LOSS_LIMIT)
         median = float(np.median(losses))
         deviation = 1.4826 * float(np.median(np.abs(losses - median)))
         if deviation > 0.0:
             cap = median + OUTLIER_MADS * deviation
-            excess = np.maximum(losses - cap, 0.0) / deviation
-            losses = np.where(losses > cap, cap + deviation * np.log1p(excess), losses)
+            over = np.maximum(losses - cap, 0.0)
+            with np.errstate(over="ignore"):
+                excess = over / deviation
+            # log1p(excess), the same value, where the division overflowed
+            logs = np.where(
+                np.isfinite(excess),
+                np.log1p(excess),
+                np.log(deviation + over) - np.log(deviation),
+            )
+            losses = np.where(losses > cap, cap + deviation * logs, losses)
         spread = float(losses.std())
         if spread == 0.0:
             return np.zeros_like(losses)
