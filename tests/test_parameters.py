@@ -93,3 +93,24 @@ def test_categorical_values_keep_their_types():
     assert p.to_dict()["values"] == [32, "sgd", 0.5, True]
     # 1 and True are different choices
     assert CategoricalParameter([1, True]).index(True) == 1
+
+
+def test_integer_grids_give_as_many_distinct_values_as_asked():
+    """A log-scaled integer grid lost values that rounded onto each other ([1, 3, 8, 20] for
+    5), and one point on an integer range divided by zero."""
+    assert IntegerParameter(1, 20, "Logarithmic").grid(5) == [1, 2, 3, 8, 20]
+    for lo, hi, scaling in [(1, 100, "Logarithmic"), (1, 1000, "Logarithmic"), (-5, 50, "Linear")]:
+        for points in range(2, 12):
+            values = IntegerParameter(lo, hi, scaling).grid(points)
+            assert len(values) == points and values == sorted(set(values))
+            assert values[0] == lo and values[-1] == hi
+    assert IntegerParameter(1, 10).grid(1) == [6] and IntegerParameter(1, 3).grid(1) == [2]
+
+
+def test_log_ranges_give_their_bounds_exactly_and_grids_tidy_values():
+    """from_unit(0) gave 1.0000000000000004e-06 for 1e-06; a decade grid gave
+    0.0010000000000000002, and these reached the job's argv."""
+    assert ContinuousParameter(1e-6, 1.0, "Logarithmic").from_unit(0.0) == 1e-6
+    assert ContinuousParameter(1e-6, 0.1, "Logarithmic").from_unit(1.0) == 0.1
+    assert ContinuousParameter(1e-4, 1.0, "Logarithmic").grid(5) == [1e-4, 1e-3, 1e-2, 0.1, 1.0]
+    assert ContinuousParameter(0.0, 0.3, "Linear").grid(4) == [0.0, 0.1, 0.2, 0.3]

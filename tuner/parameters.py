@@ -88,6 +88,9 @@ def _backward(scaling: ScalingType, t: float) -> float:
     return t
 
 
+GRID_DIGITS = 12  # significant digits of a continuous range's grid values
+
+
 def _clip01(u: float) -> float:
     return min(1.0, max(0.0, float(u)))
 
@@ -130,9 +133,14 @@ class ContinuousParameter:
         return _clip01((_forward(s, x) - lo) / (hi - lo))
 
     def from_unit(self, u: float) -> float:
+        """The value at ``u`` of the scaled range; 0 and 1 are the bounds exactly (a log round
+        trip gave 1.0000000000000004e-06 for 1e-06)."""
+        u = _clip01(u)
+        if u in (0.0, 1.0):
+            return self.max_value if u else self.min_value
         s = self.scaling_type
         lo, hi = _forward(s, self.min_value), _forward(s, self.max_value)
-        x = _backward(s, lo + _clip01(u) * (hi - lo))
+        x = _backward(s, lo + u * (hi - lo))
         return min(self.max_value, max(self.min_value, x))
 
     def contains(self, value: Any) -> bool:
@@ -143,10 +151,14 @@ class ContinuousParameter:
         )
 
     def grid(self, points: int) -> list[float]:
-        """``points`` values evenly spaced in the scaled space, ends included."""
+        """``points`` values evenly spaced in the scaled space, ends included, each to
+        ``GRID_DIGITS`` significant digits (0.001, not 0.0010000000000000002)."""
         if points == 1:
-            return [self.from_unit(0.5)]
-        return [self.from_unit(i / (points - 1)) for i in range(points)]
+            return [self._tidy(self.from_unit(0.5))]
+        return [self._tidy(self.from_unit(i / (points - 1))) for i in range(points)]
+
+    def _tidy(self, x: float) -> float:
+        return min(self.max_value, max(self.min_value, float(f"{x:.{GRID_DIGITS}g}")))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -239,10 +251,19 @@ class IntegerParameter:
         return self.max_value - self.min_value + 1
 
     def grid(self, points: int) -> list[int]:
-        """All integers when there are at most ``points``, else ``points`` spread values."""
+        """All integers when there are at most ``points``, else ``points`` distinct values
+        spread evenly in the scaled space (the middle one for 1), ends included: a value that
+        would round onto its neighbour moves to the next free integer."""
         if self.size() <= points:
             return list(range(self.min_value, self.max_value + 1))
-        return sorted({self.from_unit(i / (points - 1)) for i in range(points)})
+        if points == 1:
+            return [self.from_unit(0.5)]
+        values: list[int] = []
+        for i in range(points):
+            lowest = values[-1] + 1 if values else self.min_value
+            highest = self.max_value - (points - 1 - i)  # room for the values still to come
+            values.append(min(highest, max(lowest, self.from_unit(i / (points - 1)))))
+        return values
 
     def to_dict(self) -> dict[str, Any]:
         return {
