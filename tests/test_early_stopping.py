@@ -272,6 +272,10 @@ def test_a_huge_hyperband_resource_is_refused_not_run_out_of_memory(tmp_path, sq
         ({"strategy_config": {"resource": "x"}}, "must be a static hyperparameter"),
         ({"strategy_config": {"sampler": "Grid"}}, "got sampler='Grid'"),
         ({"early_stopping_type": "Auto"}, "early_stopping_type must be 'Off'"),
+        (  # it was taken, then overwritten by strategy_config's default (1)
+            {"strategy_options": {"min_resource": 3}},
+            r"min_resource belong in strategy_config .* got strategy_options=\{'min_resource': 3\}",
+        ),
     ],
 )
 def test_bad_hyperband_configurations_are_refused_at_creation(

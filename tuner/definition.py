@@ -227,6 +227,9 @@ class MetricDefinitionSpec(_Strict):
     Regex: str
 
 
+HYPERBAND_CONFIG_KEYS = {"min_resource", "max_resource", "reduction_factor", "brackets", "sampler"}
+
+
 class TuningJobDefinition(_Strict):
     """Everything a tuning job is made of (see HyperparameterTuner for each field)."""
 
@@ -399,6 +402,13 @@ class TuningJobDefinition(_Strict):
         if self.strategy != "Hyperband":
             return dict(self.strategy_options)
         config = self.hyperband()
+        clash = sorted(set(self.strategy_options) & HYPERBAND_CONFIG_KEYS)
+        if clash:  # they would be overwritten by strategy_config's values (or its defaults)
+            raise ValueError(
+                f"Hyperband's {', '.join(clash)} belong in strategy_config (SageMaker's "
+                "HyperbandStrategyConfig), not strategy_options; got strategy_options="
+                f"{ {k: self.strategy_options[k] for k in clash} }"
+            )
         return {
             **self.strategy_options,
             "min_resource": config.min_resource,

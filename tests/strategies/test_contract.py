@@ -149,6 +149,14 @@ def test_grid_covers_the_grid_once():
         ("Grid", {"points_per_continuous": 10**7}, "an integer in 1..1000000, got 10000000"),
         ("Grid", {"points_per_contnuous": 3}, "unknown option 'points_per_contnuous'"),
         ("Bayesian", {"engine": {"a": {"b": 1}}}, "engine must be a string, number, boolean"),
+        ("Bayesian", {"n_initial_points": True}, "n_initial_points must be an integer >= 1"),
+        ("Bayesian", {"acq_func": "LCB"}, "acq_func is an option of engine 'skopt' only"),
+        ("Bayesian", {"acq_func": "PI", "engine": "optuna"}, "with engine 'optuna'"),
+        ("Bayesian", {"acq_func": "UCB", "engine": "skopt"}, "acq_func must be one of"),
+        ("TPE", {"n_startup_trials": "3"}, "n_startup_trials must be an integer >= 0, got '3'"),
+        ("TPE", {"n_startup_trials": -1}, "n_startup_trials must be an integer >= 0"),
+        ("TPE", {"n_startup_trials": 1.5}, "n_startup_trials must be an integer >= 0"),
+        ("TPE", {"n_startup_trials": True}, "n_startup_trials must be an integer >= 0"),
     ],
 )
 def test_bad_strategy_settings(name, options, message):
@@ -221,3 +229,20 @@ def test_grid_too_large_is_refused_before_it_is_built():
     space = SearchSpace({n: ContinuousParameter(0, 1) for n in "abc"})
     with pytest.raises(ValidationError, match="at most 1000000 configurations"):
         make_strategy("Grid", space, options={"points_per_continuous": 200})
+
+
+def test_tpe_leaves_no_trial_running_once_every_job_has_ended():
+    """Two trials of one batch decoding to the same configuration left the second RUNNING for
+    ever in Optuna's study: with constant liar, a phantom bad result at a real configuration."""
+    from optuna.trial import TrialState
+
+    space = SearchSpace({"n": IntegerParameter(1, 6), "c": CategoricalParameter(["a", "b", "c"])})
+    strategy = make_strategy("TPE", space, seed=0, options={"n_startup_trials": 3})
+    while configs := strategy.ask(4):
+        for config in configs:
+            strategy.tell(config, config["n"] + len(config["c"]))
+        if strategy.exhausted:
+            break
+    states = [t.state for t in strategy._study.get_trials(deepcopy=False)]
+    assert TrialState.RUNNING not in states
+    assert states.count(TrialState.COMPLETE) == 18

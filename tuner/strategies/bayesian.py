@@ -57,7 +57,7 @@ class BayesianStrategy(Strategy):
         maximize: bool = True,
         seed: int | None = None,
         n_initial_points: int | None = None,
-        acq_func: str = "EI",
+        acq_func: str | None = None,
         lie: str = "cl_min",
         engine: str = "native",
     ) -> None:
@@ -71,7 +71,7 @@ class BayesianStrategy(Strategy):
             )
         if n_initial_points is None:  # each engine's own default
             n_initial_points = 10 if engine == "optuna" else 5
-        if not isinstance(n_initial_points, int) or n_initial_points < 1:
+        if type(n_initial_points) is not int or n_initial_points < 1:
             raise ValidationError(
                 f"n_initial_points must be an integer >= 1, got {n_initial_points!r}"
             )
@@ -87,6 +87,13 @@ class BayesianStrategy(Strategy):
         self._repeats: dict[tuple[Any, ...], Any] = {}
         self.n_initial_points = n_initial_points
         self._backlog: list[tuple[list[float], float]] = []
+        if acq_func is not None and engine != "skopt":  # it would be ignored
+            raise ValidationError(
+                f"acq_func is an option of engine 'skopt' only (native: log expected improvement "
+                f"with a trust region; optuna: its GP sampler's own), got acq_func={acq_func!r} "
+                f"with engine {engine!r}"
+            )
+        acq_func = acq_func or "EI"
         if acq_func not in ACQ_FUNCS:
             raise ValidationError(f"acq_func must be one of {ACQ_FUNCS}, got {acq_func!r}")
         skopt_seed = int(self.rng.integers(2**31 - 1))  # drawn by every engine: same sequences

@@ -15,6 +15,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 from optuna.trial import TrialState
 
+from tuner.errors import ValidationError
 from tuner.parameters import CategoricalParameter
 from tuner.space import Config, SearchSpace
 from tuner.strategies.base import Strategy
@@ -33,6 +34,10 @@ class TPEStrategy(Strategy):
         n_startup_trials: int = 10,
     ) -> None:
         super().__init__(space, maximize, seed)
+        if type(n_startup_trials) is not int or n_startup_trials < 0:
+            raise ValidationError(
+                f"n_startup_trials must be an integer >= 0, got {n_startup_trials!r}"
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # constant_liar is marked experimental
             sampler = optuna.samplers.TPESampler(
@@ -74,7 +79,11 @@ class TPEStrategy(Strategy):
             for _ in range(n):
                 trial = self._study.ask(self._distributions)
                 config = self._to_config(trial.params)
-                self._running.setdefault(self.space.key(config), trial.number)
+                key = self.space.key(config)
+                if key in self._running:  # the same configuration as a running trial: the base
+                    self._study.tell(trial.number, state=TrialState.FAIL)  # class replaces it
+                else:
+                    self._running[key] = trial.number
                 out.append(config)
         return out
 
