@@ -16,6 +16,7 @@ naming it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +44,13 @@ def _get(data: Any, path: str) -> Any:
 def _number(value: Any, where: str, kind: type = float) -> Any:
     try:
         number = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{where} must be a number, got {value!r}") from None
+    except OverflowError:  # an integer beyond a float's range
+        raise ValidationError(f"{where} must be a finite number, got {value!r:.80}") from None
+    if kind is int and math.isfinite(number) and not number.is_integer():
+        raise ValidationError(f"{where} must be an integer, got {value!r}")
+    try:
         return int(number) if kind is int and number.is_integer() else kind(value)
     except (TypeError, ValueError):
         raise ValidationError(f"{where} must be a number, got {value!r}") from None
@@ -69,6 +77,7 @@ def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
                 raise ValidationError(f"{where}.Name must be a string, got {name!r}")
             if not isinstance(item.get("ScalingType", "Auto"), str):
                 raise ValidationError(f"{where}.ScalingType must be a string")
+            _unique(out, name, where)
             out[name] = {
                 "type": kind,
                 "min_value": _number(_get(item, "MinValue"), f"{where}.MinValue", cast),
@@ -85,8 +94,17 @@ def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
         name = _get(item, "Name") if isinstance(item, Mapping) else None
         if not isinstance(name, str):
             raise ValidationError(f"{where}.Name must be a string, got {name!r}")
+        _unique(out, name, where)
         out[name] = {"type": "categorical", "values": _get(item, "Values")}
     return out
+
+
+def _unique(ranges: dict[str, dict[str, Any]], name: str, where: str) -> None:
+    """Refuse a second range of one name (the last one silently won)."""
+    if name in ranges:
+        raise ValidationError(
+            f"{where}.Name: each hyperparameter has one range, got a second range for {name!r}"
+        )
 
 
 def _object(data: Any, path: str, required: bool = True) -> Mapping[str, Any]:

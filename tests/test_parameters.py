@@ -114,3 +114,9 @@ def test_log_ranges_give_their_bounds_exactly_and_grids_tidy_values():
     assert ContinuousParameter(1e-6, 0.1, "Logarithmic").from_unit(1.0) == 0.1
     assert ContinuousParameter(1e-4, 1.0, "Logarithmic").grid(5) == [1e-4, 1e-3, 1e-2, 0.1, 1.0]
     assert ContinuousParameter(0.0, 0.3, "Linear").grid(4) == [0.0, 0.1, 0.2, 0.3]
+
+
+def test_a_range_too_narrow_for_its_scaling_is_refused():
+    """Two bounds whose logarithms are equal divided by zero in to_unit."""
+    with pytest.raises(ValidationError, match="too narrow for Logarithmic scaling"):
+        ContinuousParameter(1e300, math.nextafter(1e300, 2e300), "Logarithmic")

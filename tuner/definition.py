@@ -124,6 +124,17 @@ class JobDefinition(_Strict):
                 raise ValueError(f"values cannot hold NUL, got {k!r}: {v!r:.80}")
         return value
 
+    @field_validator("static_hyperparameters")
+    @classmethod
+    def _not_an_option(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for k in value:
+            if k.startswith("-"):  # as for tuned ones: '--' is added, '---v' reached argv
+                raise ValueError(
+                    f"static hyperparameter names cannot start with '-' (the job gets --NAME "
+                    f"VALUE), got {k!r:.80}"
+                )
+        return value
+
     @field_validator("s3_endpoint_url")
     @classmethod
     def _endpoint(cls, value: str | None) -> str | None:

@@ -118,9 +118,15 @@ class ContinuousParameter:
                 "max_value - min_value must be a finite float (at most 1.7e308), "
                 f"got min_value={lo:g}, max_value={hi:g}"
             )
+        scaling = _resolve_scaling(_scaling(scaling_type), lo, hi)
+        if not _forward(scaling, lo) < _forward(scaling, hi):
+            raise ValidationError(
+                f"the range is too narrow for {scaling.value} scaling (its scaled bounds are "
+                f"equal), got min_value={lo!r}, max_value={hi!r}"
+            )
         object.__setattr__(self, "min_value", lo)
         object.__setattr__(self, "max_value", hi)
-        object.__setattr__(self, "scaling_type", _resolve_scaling(_scaling(scaling_type), lo, hi))
+        object.__setattr__(self, "scaling_type", scaling)
 
     @property
     def is_log(self) -> bool:

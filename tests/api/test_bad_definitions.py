@@ -54,6 +54,12 @@ def _nested(depth: int) -> dict[str, Any]:
 
 # (id, mutation, words the refusal must contain, expressible in SageMaker's shape)
 CASES: list[tuple[str, Mutation, list[str], bool]] = [
+    (
+        "static-dash",
+        lambda d: d["job_definition"]["static_hyperparameters"].update({"-v": 1}),
+        ["static hyperparameter names cannot start with '-'", "'-v'"],
+        False,
+    ),
     ("unknown-option", _set("strategy_options", {"bogus": 1}), ["unknown option 'bogus'"], False),
     (
         "bad-engine",
@@ -394,6 +400,41 @@ def test_sagemaker_door(
     assert response.status_code == 400, response.text
     detail = response.json()["detail"]
     assert any(word in detail for word in words), detail
+
+
+@pytest.mark.parametrize(
+    ("ranges", "words"),
+    [
+        (  # the integer range replaced the continuous one, silently
+            {
+                "ContinuousParameterRanges": [{"Name": "x", "MinValue": "0", "MaxValue": "1"}],
+                "IntegerParameterRanges": [{"Name": "x", "MinValue": "1", "MaxValue": "5"}],
+            },
+            "IntegerParameterRanges[0].Name: each hyperparameter has one range, got a second "
+            "range for 'x'",
+        ),
+        (
+            {"CategoricalParameterRanges": [{"Name": "c", "Values": ["a"]}] * 2},
+            "CategoricalParameterRanges[1].Name: each hyperparameter has one range",
+        ),
+        (  # it said 'must be a number'; a JSON 2.5 was cut to 2
+            {"IntegerParameterRanges": [{"Name": "n", "MinValue": "1", "MaxValue": "2.5"}]},
+            "IntegerParameterRanges[0].MaxValue must be an integer, got '2.5'",
+        ),
+        (
+            {"IntegerParameterRanges": [{"Name": "n", "MinValue": 1, "MaxValue": 2.5}]},
+            "IntegerParameterRanges[0].MaxValue must be an integer, got 2.5",
+        ),
+    ],
+)
+def test_sagemaker_ranges_are_one_per_name_and_integers_whole(
+    service: httpx.Client, ranges: dict[str, Any], words: str
+) -> None:
+    request = to_sagemaker(definition(name="sm-ranges"))
+    request["HyperParameterTuningJobConfig"]["ParameterRanges"] = ranges
+    response = post(service, request)
+    assert response.status_code == 400, response.text
+    assert words in response.json()["detail"]
 
 
 def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Client) -> None:
