@@ -61,3 +61,17 @@ def test_zoom_for_minimising_and_for_nothing():
     low, high = zoom([band], maximize=False)
     assert low < 0.2 < 0.25 < high <= 0.6
     assert zoom([], maximize=True) is None
+
+
+def test_legends_cut_long_arm_names_and_jobs_are_counted_in_whole_numbers():
+    """A 200-character arm stretched the legend past the figure; the jobs axis read 1.0, 1.5."""
+    long = "arm-" + "x" * 196
+    data = {**DATA, "curves": {long: RUNS}}
+    for plot in (plot_best_by_jobs, plot_best_by_time):
+        fig = plot(data)
+        (text,) = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert text.startswith("arm-xxx") and "\u2026" in text and len(text) < 60, text
+    fig = plot_best_by_jobs(data)
+    fig.canvas.draw()
+    ticks = fig.axes[0].get_xticks()
+    assert all(float(t).is_integer() for t in ticks), ticks

@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from tuner.analytics import CSV_TIME_FORMAT
 from tuner.reports.data import number
@@ -88,6 +89,13 @@ def zoom(bands: list[tuple[np.ndarray, ...]], maximize: bool) -> tuple[float, fl
     return best - 0.5 * spread, min(max(drawn), worst + 3 * spread)
 
 
+LEGEND_CHARS = 40  # an arm's name in a plot's legend is cut to this (tables keep it whole)
+
+
+def _legend(arm: str) -> str:
+    return arm if len(arm) <= LEGEND_CHARS else arm[: LEGEND_CHARS - 1] + "…"
+
+
 def _no_result(ax: plt.Axes, text: str = "no training job succeeded") -> None:
     ax.text(
         0.5,
@@ -110,10 +118,11 @@ def plot_best_by_jobs(data: dict[str, Any]) -> plt.Figure:
         bands.append(band)
         median, low, high = band
         x = np.arange(1, len(median) + 1)
-        label = f"{arm} ({len(runs)} run{'s' if len(runs) > 1 else ''})"
+        label = f"{_legend(arm)} ({len(runs)} run{'s' if len(runs) > 1 else ''})"
         ax.step(x, median, where="post", color=COLOURS[i % 10], label=label)
         if len(runs) > 1:
             ax.fill_between(x, low, high, step="post", alpha=0.2, color=COLOURS[i % 10])
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # jobs: 1, 2, 3, not 1.5
     _finish_best_plot(ax, data, bands, "training jobs ended", "by jobs")
     fig.tight_layout()
     return fig
@@ -155,7 +164,7 @@ def _plot_best_by(data: dict[str, Any], key: str, xlabel: str, title: str) -> pl
             continue
         bands.append(band)
         median, low, high = band
-        ax.plot(grid, median, color=COLOURS[i % 10], label=arm)
+        ax.plot(grid, median, color=COLOURS[i % 10], label=_legend(arm))
         if len(runs) > 1:
             ax.fill_between(grid, low, high, alpha=0.2, color=COLOURS[i % 10])
     _finish_best_plot(ax, data, bands, xlabel, title)
