@@ -292,3 +292,50 @@ def test_bad_hyperband_configurations_are_refused_at_creation(
             **settings,
         )
     assert not (tmp_path / "runs").exists()  # nothing was launched
+
+
+def test_a_job_that_ended_by_itself_before_its_stop_is_completed_not_stopped(tmp_path, sqlite_url):
+    """A fast job printed all its steps and exited between a poll that saw it running and the
+    reading of its log; the rule then stopped it 'at step 2', and its full-budget result was
+    recorded Stopped (left out of the best job, counted as compute saved)."""
+    from tuner.launchers import LocalLauncher
+    from tuner.launchers.base import JobStatus
+
+    class Racing(LocalLauncher):
+        """Its second poll of each job (the first after the start) waits for the job's end,
+        then says it still runs."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.polls: dict[str, int] = {}
+
+        def poll(self, handle: str) -> JobStatus:
+            self.polls[handle] = self.polls.get(handle, 0) + 1
+            if self.polls[handle] == 2:
+                while super().poll(handle).running:
+                    time.sleep(0.01)
+                return JobStatus(True)
+            return super().poll(handle)
+
+    d = TuningJobDefinition.parse(
+        {
+            "name": "raced",
+            "strategy": "Random",
+            "random_seed": 0,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": METRICS,
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job(tmp_path, epochs=6, step_sleep=0.0),
+            "max_jobs": 6,
+            "max_parallel_jobs": 1,
+            "early_stopping_type": "Auto",
+            "early_stopping_options": {"min_jobs": 1, "warmup_steps": 1},
+        }
+    )
+    store = Store(sqlite_url)
+    store.create_tuning_job("raced", d.to_json())
+    Scheduler(d, "raced", store, launcher=Racing(), poll_interval=0.02).run()
+    jobs = store.list_training_jobs("raced")
+    assert expected_median_stops(jobs, epochs=6, min_jobs=1)  # the rule would stop some
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 6
+    assert all(len(store.metric_points(j.name, "accuracy")) == 6 for j in jobs)

@@ -473,8 +473,14 @@ class Scheduler:
             reason = self.stopping.report(
                 run.job.name, run.job.number, run.config, run.steps, point.value
             )
-            if reason is not None and not final and run.early_stop is None:
-                self._stop_early(run, reason)
+            if reason is None or final or run.early_stop is not None:
+                continue
+            if not self.launcher.poll(run.handle).running:
+                # It ended by itself after the poll that saw it running, all its steps in the
+                # log read at once: its full run stands (Completed), nothing is left to stop.
+                log.info("%s: ended by itself before it could be stopped", run.job.name)
+                continue
+            self._stop_early(run, reason)
 
     def _stop_early(self, run: _Running, reason: str) -> None:
         log.info("%s: %s", run.job.name, reason)
