@@ -29,6 +29,7 @@ def test_trials_share_one_compile_cache_and_split_the_cores(tmp_path, sqlite_url
         assert env["TUNER_SHARED_DIR"] == str(shared)
         assert env["TORCHINDUCTOR_CACHE_DIR"] == str(shared / "torch-compile-cache")
         assert env["OMP_NUM_THREADS"] == str(max(1, local_cores() // 3))
+    assert shared.is_dir()  # README promises the folder; only the Docker launcher made it
 
 
 def test_the_definitions_environment_wins(tmp_path, sqlite_url):

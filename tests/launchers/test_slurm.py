@@ -238,13 +238,19 @@ def test_an_aged_out_job_without_accounting_ends_as_its_script_kept(tmp_path, ke
 def test_the_job_script_keeps_the_status_and_refuses_a_missing_folder(tmp_path):
     """Slurm ran a job whose working directory was missing in /tmp, and it could succeed."""
     launcher = SlurmLauncher(poll_interval=0.1)
-    ok = LaunchSpec("ok", [sys.executable, "-c", "import os; print(os.getcwd())"], tmp_path / "ok")
+    ok = LaunchSpec(
+        "ok",
+        [sys.executable, "-c", "import os; print(os.getcwd())"],
+        tmp_path / "ok",
+        shared_dir=tmp_path / "shared",
+    )
     missing = LaunchSpec("missing", ["true"], tmp_path / "missing", cwd=tmp_path / "no-such")
     handles = [launcher.start(ok), launcher.start(missing)]
     ended = {h: _wait(launcher, h) for h in handles}
     assert ended[handles[0]].exit_code == 0
     assert (ok.workdir / "exit_code").read_text() == "0\n"
     assert (ok.workdir / "log.txt").read_text().strip() == str(ok.workdir)
+    assert (tmp_path / "shared").is_dir()  # TUNER_SHARED_DIR is made, as README says
     assert ended[handles[1]].exit_code == 1
     log = (missing.workdir / "log.txt").read_text()
     assert f"tuner: cannot run in working_directory '{tmp_path / 'no-such'}'" in log

@@ -143,6 +143,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         if spec.name in self._jobs:
             raise LaunchError(f"a job named {spec.name} was already started by this launcher")
         spec.workdir.mkdir(parents=True, exist_ok=True)
+        if spec.shared_dir is not None:  # TUNER_SHARED_DIR: there for the job to write in
+            spec.shared_dir.mkdir(parents=True, exist_ok=True)
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
         threads = thread_env(local_cores(), self.parallel_jobs, os.environ, spec.env)
         env = {**os.environ, **threads, **spec.env}

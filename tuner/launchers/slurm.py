@@ -229,6 +229,8 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if any(j.spec.name == spec.name for j in self._jobs.values()):
             raise LaunchError(f"a job named {spec.name} was already started by this launcher")
         spec.workdir.mkdir(parents=True, exist_ok=True)
+        if spec.shared_dir is not None:  # TUNER_SHARED_DIR: there for the job to write in
+            spec.shared_dir.mkdir(parents=True, exist_ok=True)
         script = spec.workdir / "job.sh"
         script.write_text(JOB_SCRIPT)
         script.chmod(0o755)
