@@ -4,8 +4,10 @@ Exit codes: 0 success (a tuning job that ended Completed or Stopped), 1 a tuning
 Failed (for ``compare``/``report``: one of them), a check that found no objective or MLflow
 not taking ``tuner track``'s writes, 2 bad
 input (the message names rule and value), 130 interrupted. Output cut short by its reader
-(``tuner describe X --json | head``) ends quietly. Heavy libraries (matplotlib, pandas, the
-strategies' scipy/scikit-optimize/Optuna, uvicorn) are imported by the verbs that use them.
+(``tuner describe X --json | head``) ends quietly with 141, as a shell reports a writer that
+SIGPIPE ended (1 would read as a failed tuning job under ``set -o pipefail``). Heavy
+libraries (matplotlib, pandas, the strategies' scipy/scikit-optimize/Optuna, uvicorn) are
+imported by the verbs that use them.
 """
 
 from __future__ import annotations
@@ -473,9 +475,12 @@ DESCRIPTION = (
     "and resume tuning jobs, compare strategies, inspect and export the results, check metric "
     "regexes on a sample log, serve the REST API."
 )
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE: the reader of the output left
+
 EPILOG = (
     "Exit codes: 0 success, 1 a tuning job failed (or check-metrics found no objective, or "
-    "MLflow did not take tuner track's writes), 2 bad input, 130 interrupted."
+    "MLflow did not take tuner track's writes), 2 bad input, 130 interrupted, 141 output cut "
+    "short by its reader."
 )
 
 
@@ -653,7 +658,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader left (``| head``): no traceback; stdout goes to devnull so that the
         # interpreter's own flush at exit cannot fail again (Python's documented recipe).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return EXIT_BROKEN_PIPE
     except TunerError as exc:
         print(f"tuner: error: {exc}", file=sys.stderr)
         return 2
