@@ -463,6 +463,7 @@ def test_fidelity_finds_the_step_where_the_ranking_stops_crossing(tmp_path):
     assert found["suggested_min_resource"] == 3
     text = tuner(tmp_path, "fidelity", "f").stdout
     assert "suggested min_resource: 3" in text
+    assert "    3    12     1.000" in text and "-1.000" in text  # three decimals, not 0.65
     refused = tuner(tmp_path, "fidelity", "f", "--eta", "1")
     assert refused.returncode == 2 and "eta" in refused.stderr and "got 1" in refused.stderr
     data.update(max_jobs=4, max_parallel_jobs=4)

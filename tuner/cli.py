@@ -348,8 +348,9 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     )
     print(f"{'STEP':>5} {'JOBS':>5} {'SPEARMAN':>9} {f'BEST TENTH KEPT BY A 1/{eta} CUT':>28}")
     for row in found["steps"]:
-        rho = "-" if row["spearman"] is None else f"{row['spearman']:.2f}"
-        kept = "-" if row["best_kept"] is None else f"{row['best_kept']:.2f}"
+        # three decimals: 0.6492 shown as 0.65 looked like it met the 0.65 rule it misses
+        rho = "-" if row["spearman"] is None else f"{row['spearman']:.3f}"
+        kept = "-" if row["best_kept"] is None else f"{row['best_kept']:.3f}"
         print(f"{row['step']:>5} {row['jobs']:>5} {rho:>9} {kept:>28}")
     suggestion = found["suggested_min_resource"]
     if suggestion is None and found["completed_jobs"] < MIN_JOBS:

@@ -64,6 +64,11 @@ class ServiceClient:
         columns = self._call("GET", _path(name, "trials"))["columns"]
         return dict(zip(columns["name"], columns["steps"], strict=True))
 
+    def step_agreement(self, name: str, eta: int) -> dict[str, Any]:
+        """The service's ``tuner fidelity`` report of tuning job ``name``."""
+        result: dict[str, Any] = self._call("GET", _path(name, "fidelity"), params={"eta": eta})
+        return result
+
     def training_jobs(
         self,
         name: str,

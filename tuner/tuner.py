@@ -496,5 +496,7 @@ class HyperparameterTuner:
 
     def step_agreement(self, eta: int = 3) -> dict[str, Any]:
         """How well each step of the objective ranks the completed jobs' final objectives, and
-        the ``min_resource`` that suggests (``tuner.fidelity``; from the store only)."""
+        the ``min_resource`` that suggests (``tuner.fidelity``; from the store or the service)."""
+        if self.client is not None:
+            return self.client.step_agreement(self._require_name(), eta)
         return tuning_job_report(self.store, self._require_name(), eta)

@@ -458,6 +458,8 @@ def test_python_api_against_the_service(server):
     local = Store(server.database_url).metric_counts("py-client", "accuracy")
     assert list(frame["StepsRun"]) == [local[n] for n in frame["TrainingJobName"]]  # was None
     assert set(local.values()) != {0}
+    agreement = tuner.step_agreement(eta=3)  # through the service (it needed a store)
+    assert agreement["completed_jobs"] == 3 and agreement["eta"] == 3
     best_first = tuner.training_jobs(sort_by="objective", limit=2)  # the service sorts
     assert best_first == sorted(tuner.training_jobs(), key=lambda j: -(j.objective or 0))[:2]
     assert tuner.training_jobs(status="Failed") == []
