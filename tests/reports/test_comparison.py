@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import fake_command
-from tuner import ValidationError
+from tuner import TunerError, ValidationError
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.records import TrainingStatus
 from tuner.reports import build, report
@@ -513,3 +513,34 @@ def test_analytics_keeps_a_hyperparameter_named_as_a_fixed_column(tmp_path, sqli
     assert row["TrainingJobName"] == "clash-001" and row["FinalObjectiveValue"] == 0.954
     assert row["TrainingJobName (hyperparameter)"] == 3
     assert row["FinalObjectiveValue (hyperparameter)"] == 5.8
+
+
+def test_an_arm_without_a_result_saved_no_compute():
+    """An early-stopping arm whose every job failed was credited '69% saved'."""
+    from tuner.reports.data import _compute_saved
+
+    rows = [
+        {
+            "arm": "good",
+            "early_stopping": False,
+            "compute_seconds_median": 100.0,
+            "best_median": 0.9,
+        },
+        {
+            "arm": "bad-auto",
+            "early_stopping": True,
+            "compute_seconds_median": 31.0,
+            "best_median": None,
+        },
+        {"arm": "auto", "early_stopping": True, "compute_seconds_median": 40.0, "best_median": 0.8},
+    ]
+    _compute_saved(rows)
+    assert [r["compute_saved"] for r in rows] == [None, None, pytest.approx(0.6)]
+
+
+def test_a_report_folder_that_cannot_be_written_is_one_clear_error(sqlite_url):
+    """A traceback (FileNotFoundError) and exit 1, which says a tuning job failed."""
+    store = Store(sqlite_url)
+    _ended_run(store, "nowhere", {}, {}, [({}, 0.5)])
+    with pytest.raises(TunerError, match=r"cannot write the report to /proc/nope: "):
+        report(store, ["nowhere"], "/proc/nope", "t")

@@ -148,8 +148,9 @@ def stops_early(definition: dict[str, Any]) -> bool:
 
 def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
     """Add ``compute_saved`` (a fraction) and ``compute_reference`` (an arm) to arms that stop
-    jobs early, against the first full-budget arm with a result (an arm whose every job failed
-    did not train to the end: no reference); None where there is none."""
+    jobs early and have a result, against the first full-budget arm with a result (an arm whose
+    every job failed did not train to the end: it is no reference, and it saved nothing);
+    None where there is none."""
     full = [
         r
         for r in arm_rows
@@ -158,7 +159,7 @@ def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
     reference = full[0] if full else None
     for row in arm_rows:
         row["compute_saved"], row["compute_reference"] = None, None
-        if reference is None or not row["early_stopping"]:
+        if reference is None or not row["early_stopping"] or row["best_median"] is None:
             continue
         used = row["compute_seconds_median"]
         row["compute_reference"] = reference["arm"]

@@ -28,6 +28,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from tuner.analytics import CSV_TIME_FORMAT
+from tuner.errors import TunerError
 from tuner.reports.data import number
 
 COLOURS = [
@@ -499,6 +500,16 @@ def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | Non
 def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[str, Path]:
     """Write every file of the report into ``folder``; returns their paths by kind."""
     out = Path(folder)
+    try:
+        return _write_report(data, out, title)
+    except OSError as exc:  # a folder that cannot be made or written: one line, not a traceback
+        raise TunerError(
+            f"cannot write the report to {out}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}"
+        ) from None
+
+
+def _write_report(data: dict[str, Any], out: Path, title: str) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     images = render_plots(data)
     for filename, png in images.items():
