@@ -31,7 +31,7 @@ from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition, final_objective, parse_log
 from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
-from tuner.scheduler import EventHandler
+from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds
 
@@ -115,7 +115,7 @@ def _drive(
         for number, handler in previous.items():
             signal.signal(number, handler)
         bar.close()
-    if tuner.describe()["status_reason"] == "interrupted":
+    if tuner.describe()["status_reason"] == SIGNALLED:
         print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
         return 130
     print(summary(tuner))
@@ -250,9 +250,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
             bar.update(1)
             bar.set_postfix_str(job.tuning_job_name)
 
+    stopping: list[int] = []
+
+    def on_stop_signal(signum: int, _frame: object) -> None:
+        """The first Ctrl-C or SIGTERM ends the running arm as Ctrl-C ends ``tuner run`` (its
+        jobs stopped, the arm Stopped "interrupted"; the next ``tuner compare`` resumes it);
+        later ones only say so: leaving then would orphan the jobs."""
+        if stopping:
+            print("tuner: already stopping the running training jobs", file=sys.stderr)
+            return
+        stopping.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, on_stop_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         names = run_comparison(spec, storage=args.storage, on_event=on_event)
+    except KeyboardInterrupt:
+        print(
+            f"tuner: interrupted; running training jobs were stopped; run `tuner compare "
+            f"{args.spec}` again to resume",
+            file=sys.stderr,
+        )
+        return 130
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         bar.close()
     folder = args.report_dir or spec.report_dir or f"tuner-runs/reports/{spec.name}"
     return _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")

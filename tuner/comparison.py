@@ -7,7 +7,11 @@ its limits, plus ``arms`` (each a name, a strategy with its ``strategy_options``
 ``<name>-<arm>-s<seed>``, tagged ``comparison``/``arm``/``seed``, run one after the other (so
 their times compare). With ``tracking_uri`` they share one MLflow experiment named after the
 comparison, each arm and seed a parent run tagged with its arm. Running a comparison again
-reuses the arms that have ended and resumes those that were interrupted.
+reuses the arms that have ended and resumes those that were interrupted: by a crash (their
+process died) or by Ctrl-C/SIGTERM (ended Stopped "interrupted"; the training jobs stopped then
+run again without using up ``max_jobs``). A tuning job of the spec's name that was made from
+another spec (another comparison, arm or seed; another strategy, limit, range, objective or
+job) is refused before anything runs: reusing it would compare other runs than the spec names.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain, read_yaml_file
 from tuner.errors import NotFoundError, ValidationError
-from tuner.scheduler import EventHandler
+from tuner.records import TuningStatus
+from tuner.scheduler import INTERRUPTED, SIGNALLED, STOPPED_BY_TUNER, EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
@@ -145,8 +150,11 @@ def run_comparison(
 ) -> list[str]:
     """Run (or resume, or reuse) every arm and seed; returns the tuning job names."""
     store = Store(storage)
+    definitions = spec.definitions()
+    for definition in definitions:  # all checked before any job runs
+        _check_existing(spec, definition, store)
     names = []
-    for definition in spec.definitions():
+    for definition in definitions:
         name = definition.name or ""
         names.append(name)
         try:
@@ -156,6 +164,46 @@ def run_comparison(
                 on_event=on_event
             )
             continue
+        if record.status is TuningStatus.STOPPED and record.status_reason == SIGNALLED:
+            record = store.reopen_tuning_job(name, STOPPED_BY_TUNER, INTERRUPTED)
         if not record.status.terminal:
             HyperparameterTuner.attach(name, storage=store.url).resume(on_event=on_event)
     return names
+
+
+def _check_existing(spec: ComparisonSpec, definition: TuningJobDefinition, store: Store) -> None:
+    """Refuse a stored tuning job of ``definition``'s name that another spec made."""
+    name = definition.name or ""
+    try:
+        stored = store.get_tuning_job(name).definition
+    except NotFoundError:
+        return
+    tags = stored.get("tags") or {}
+    if tags != (definition.tags or {}):
+        raise ValidationError(
+            f"comparison {spec.name!r}: tuning job {name} already exists and belongs to "
+            f"comparison {tags.get('comparison')!r}, arm {tags.get('arm')!r}, seed "
+            f"{tags.get('seed')!r}; give this comparison another name"
+        )
+    ours, theirs = _comparable(definition.to_json()), _comparable(stored)
+    differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+    if differ:
+        raise ValidationError(
+            f"comparison {spec.name!r}: tuning job {name} was run from another version of this "
+            f"spec ({', '.join(differ)} differ); its results would not be this spec's: restore "
+            "the spec or give the comparison another name"
+        )
+
+
+def _comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """A stored or new definition as what makes its results: every field but the name and
+    the folders (made absolute when it ran), with defaults filled in; job fields by name."""
+    try:
+        data = TuningJobDefinition.parse(document).to_json()
+    except ValidationError:  # written by an older version that no longer parses
+        data = dict(document)
+    job = dict(data.pop("job_definition", None) or {})
+    for volatile in ("working_directory", "output_path"):
+        job.pop(volatile, None)
+    data.pop("name", None)
+    return {**data, **{f"job_definition.{k}": v for k, v in job.items()}}

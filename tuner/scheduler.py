@@ -83,6 +83,8 @@ STOP_CHECK_INTERVAL = 0.5
 MIN_SLEEP = 0.005
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
+SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
+STOPPED_BY_TUNER = "stopped by the tuner"  # a training job its tuner stopped (not early)
 
 
 class LeaseLost(TunerError):
@@ -245,7 +247,7 @@ class Scheduler:
             ) from None
         except KeyboardInterrupt:
             self._shutdown()
-            self._end(TuningStatus.STOPPED, "interrupted")
+            self._end(TuningStatus.STOPPED, SIGNALLED)
             raise
         except Exception as exc:
             reason = f"internal error: {type(exc).__name__}: {exc}"
@@ -498,7 +500,7 @@ class Scheduler:
             outcome, reason = TrainingStatus.STOPPED, run.early_stop
             objective = final_objective(run.points, d.objective_metric_name)
         elif stopped:
-            outcome, reason = TrainingStatus.STOPPED, "stopped by the tuner"
+            outcome, reason = TrainingStatus.STOPPED, STOPPED_BY_TUNER
         elif timed_out:
             outcome = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"

@@ -35,7 +35,7 @@ from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
-from tuner.scheduler import EventHandler, Scheduler
+from tuner.scheduler import SIGNALLED, EventHandler, Scheduler
 from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import best_of, describe
@@ -422,7 +422,7 @@ class HyperparameterTuner:
         """Stop a tuning job this process runs, from a signal handler (it touches nothing but
         an event): running training jobs are stopped and the tuning job ends as Stopped."""
         if self._scheduler is not None:
-            self._scheduler.stop_reason = "interrupted"
+            self._scheduler.stop_reason = SIGNALLED
         self._stop.set()
 
     def stop(self) -> dict[str, Any]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +17,7 @@ import yaml
 from tests.conftest import fake_command
 from tuner import TunerError, ValidationError
 from tuner.comparison import ComparisonSpec, run_comparison
+from tuner.errors import NotFoundError
 from tuner.records import TrainingStatus
 from tuner.reports import build, report
 from tuner.storage import Store
@@ -544,3 +547,79 @@ def test_a_report_folder_that_cannot_be_written_is_one_clear_error(sqlite_url):
     _ended_run(store, "nowhere", {}, {}, [({}, 0.5)])
     with pytest.raises(TunerError, match=r"cannot write the report to /proc/nope: "):
         report(store, ["nowhere"], "/proc/nope", "t")
+
+
+def test_a_run_made_from_another_spec_is_refused_before_anything_runs(tmp_path, sqlite_url):
+    """A changed spec silently reused the old runs (another max_jobs, another strategy); a
+    changed objective ran new jobs and then failed the report for good; comparison 'col' arm
+    'x-r' reused comparison 'col-x' arm 'r' (both 'col-x-r-s1')."""
+    one_arm = {"arms": [{"name": "r", "strategy": "Random", "max_jobs": 2, "max_parallel_jobs": 2}]}
+    first = ComparisonSpec.parse(spec_data(tmp_path, seeds=[1], **one_arm))
+    run_comparison(first, storage=sqlite_url)
+    store = Store(sqlite_url)
+    assert run_comparison(first, storage=sqlite_url) == ["cmp-r-s1"]  # unchanged: reused
+    arms = [{"name": "r", "strategy": "Random", "max_jobs": 3, "max_parallel_jobs": 2}]
+    changed = [
+        (spec_data(tmp_path, seeds=[1, 2], arms=arms), "max_jobs differ"),
+        (spec_data(tmp_path, seeds=[2, 1], objective_type="Minimize", **one_arm), "objective_type"),
+    ]
+    for data, words in changed:
+        with pytest.raises(
+            ValidationError, match=f"cmp-r-s1 was run from another version.*{words}"
+        ):
+            run_comparison(ComparisonSpec.parse(data), storage=sqlite_url)
+    assert "cmp-r-s2" not in [t.name for t in store.list_tuning_jobs()]  # nothing ran
+    run_comparison(_renamed(first, "col-x", "r"), storage=sqlite_url)  # col-x-r-s1
+    with pytest.raises(ValidationError, match="belongs to comparison 'col-x', arm 'r', seed '1'"):
+        run_comparison(_renamed(first, "col", "x-r"), storage=sqlite_url)  # col-x-r-s1 too
+
+
+def _renamed(spec: ComparisonSpec, name: str, arm: str) -> ComparisonSpec:
+    """``spec`` as comparison ``name`` with its one arm named ``arm`` (run names may collide)."""
+    spec = spec.model_copy(deep=True)
+    spec.name, spec.arms[0].name = name, arm
+    return spec
+
+
+def test_sigterm_stops_a_comparison_cleanly_and_running_it_again_resumes_the_arm(tmp_path):
+    """SIGTERM killed `tuner compare` outright (exit 143) and left its jobs running unwatched;
+    after Ctrl-C the interrupted arm was reused as ended, with fewer results than max_jobs."""
+    data = spec_data(
+        tmp_path,
+        seeds=[1],
+        arms=[{"name": "r", "strategy": "Random", "max_jobs": 3, "max_parallel_jobs": 1}],
+    )
+    data["job_definition"]["static_hyperparameters"] = {"sleep": 1.5, "epochs": 2}
+    spec = tmp_path / "cmp.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    env = {**os.environ, "TUNER_DATABASE_URL": url}
+    command = [sys.executable, "-m", "tuner", "compare", str(spec), "--no-progress"]
+    compare = subprocess.Popen(command, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    store = Store(url)
+    deadline = time.monotonic() + 60
+    while not any(j.status is TrainingStatus.IN_PROGRESS for j in _jobs(store, "cmp-r-s1")):
+        assert time.monotonic() < deadline and compare.poll() is None
+        time.sleep(0.1)
+    compare.send_signal(signal.SIGTERM)
+    _, stderr = compare.communicate(timeout=60)
+    assert compare.returncode == 130, stderr
+    assert "run `tuner compare" in stderr and "again to resume" in stderr
+    record = store.get_tuning_job("cmp-r-s1")
+    assert (record.status.value, record.status_reason) == ("Stopped", "interrupted")
+    stopped = [j for j in _jobs(store, "cmp-r-s1") if j.status is TrainingStatus.STOPPED]
+    assert stopped and all(j.failure_reason == "stopped by the tuner" for j in stopped)
+
+    again = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert store.get_tuning_job("cmp-r-s1").status.value == "Completed"
+    jobs = _jobs(store, "cmp-r-s1")
+    assert sum(j.status is TrainingStatus.COMPLETED for j in jobs) == 3  # max_jobs results
+    assert len(jobs) == 3 + len(stopped)  # the stopped ones did not use up max_jobs
+
+
+def _jobs(store: Store, name: str):
+    try:
+        return store.list_training_jobs(name)
+    except NotFoundError:
+        return []

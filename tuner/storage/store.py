@@ -360,6 +360,27 @@ class Store:
                 row.lease_expires = None
             return _tuning(row)
 
+    def reopen_tuning_job(self, name: str, stopped_reason: str, rerun_reason: str) -> TuningJob:
+        """Make an ended tuning job InProgress again (no owner, no end) so that it can be
+        resumed; its training jobs Stopped with ``stopped_reason`` get ``rerun_reason``."""
+        with self._session() as session:
+            row = self._tuning_row(session, name)
+            row.status = TuningStatus.IN_PROGRESS.value
+            row.status_reason = None
+            row.ended_at = None
+            row.owner = None
+            row.lease_expires = None
+            session.execute(
+                update(TrainingJobRow)
+                .where(
+                    TrainingJobRow.tuning_job_id == row.id,
+                    TrainingJobRow.status == TrainingStatus.STOPPED.value,
+                    TrainingJobRow.failure_reason == stopped_reason,
+                )
+                .values(failure_reason=rerun_reason)
+            )
+            return _tuning(row)
+
     def set_strategy_state(self, name: str, state: dict[str, Any]) -> None:
         """Record what the tuning job's strategy says of itself (``Strategy.describe``)."""
         with self._session() as session:
