@@ -205,7 +205,8 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> in
     for name in names:
         record = store.get_tuning_job(name)
         if record.status is not TuningStatus.COMPLETED:
-            print(f"{name}: {record.status.value} ({record.status_reason})")
+            reason = f" ({record.status_reason})" if record.status_reason else ""
+            print(f"{name}: {record.status.value}{reason}")
         failed |= record.status is TuningStatus.FAILED
     print(f"report: {paths['html'].resolve()}")
     print(f"        {paths['markdown'].resolve()} (with {paths['json'].name}, {paths['csv'].name})")

@@ -29,6 +29,8 @@ from tuner.scheduler import INTERRUPTED, SIGNALLED, STOPPED_BY_TUNER, EventHandl
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
+MAX_RUN_NAME = 63  # a tuning job name's limit (NAME_PATTERN)
+
 SHARED_FIELDS = (
     "objective_metric_name",
     "objective_type",
@@ -118,6 +120,13 @@ class ComparisonSpec(BaseModel):
         out = []
         for arm in self.arms:
             for seed in self.seeds:
+                run = self.run_name(arm.name, seed)
+                if len(run) > MAX_RUN_NAME:
+                    raise ValidationError(
+                        f"arm {arm.name!r}, seed {seed}: its tuning job name {run!r} has "
+                        f"{len(run)} characters, at most {MAX_RUN_NAME} are allowed: shorten "
+                        "the comparison's or the arm's name"
+                    )
                 try:
                     out.append(
                         TuningJobDefinition.parse(

@@ -123,6 +123,10 @@ def test_reach_counts_the_jobs_until_another_arms_best(tmp_path, sqlite_url):
         ),
         ({"seeds": [1, 1]}, "seeds must be distinct"),
         ({"name": "x" * 41}, "name: String should have at most 40 characters"),
+        (  # the rules allowed it, then the run name was refused as a pattern mismatch
+            {"name": "x" * 40, "arms": [{"name": "a" * 20, "strategy": "Random", "max_jobs": 1}]},
+            f"its tuning job name '{'x' * 40}-{'a' * 20}-s1' has 64 characters, at most 63",
+        ),
     ],
 )
 def test_bad_specs_name_the_rule(tmp_path, overrides, message):
