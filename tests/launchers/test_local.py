@@ -105,3 +105,38 @@ def test_a_working_directory_that_does_not_exist_is_named(tmp_path):
     with pytest.raises(LaunchError, match=r"working_directory '.*/no/such' is not a directory"):
         launcher.start(job)
     assert launcher.free_slots(1) == 1  # the GPU it had taken is free again
+
+
+COUNT_TERMS = """
+import signal, sys, time
+count = 0
+def on_term(signum, frame):
+    global count
+    count += 1
+signal.signal(signal.SIGTERM, on_term)
+print("up", flush=True)
+while count == 0:
+    time.sleep(0.01)
+time.sleep(1.0)  # a checkpoint; a second SIGTERM would arrive meanwhile
+print(f"terms={count}", flush=True)
+"""
+
+
+def test_a_stop_delivers_one_sigterm_to_the_program(tmp_path):
+    """The group-wide SIGTERM reached the program twice (directly, and forwarded by the
+    wrapper): a job that quits hard on a second SIGTERM lost its checkpoint."""
+    script = tmp_path / "count_terms.py"
+    script.write_text(COUNT_TERMS)
+    job = LaunchSpec(name="job-1", argv=[sys.executable, str(script)], workdir=tmp_path / "job-1")
+    launcher = LocalLauncher(grace_period=10)
+    handle = launcher.start(job)
+    deadline = time.monotonic() + 30
+    while b"up" not in (job.workdir / LOG_FILE).read_bytes():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    launcher.stop(handle)
+    while (status := launcher.poll(handle)).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "terms=1" in (job.workdir / LOG_FILE).read_text()
+    assert status.exit_code == 0  # it ended by itself within the grace period

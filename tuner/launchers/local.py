@@ -88,6 +88,21 @@ def _alive(pid: int, ticks: int) -> bool:
     return fields[0] != "Z" and int(fields[19]) == ticks
 
 
+def _group_members(group: int) -> list[int]:
+    """The running processes of process group ``group`` (from /proc)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
 def _ended_at(exit_file: Path, watched: bool) -> float | None:
     """When the job ended: when its wrapper kept its status; else now for a job watched until
     its end (the wrapper itself was killed), None for an adopted one."""
@@ -241,10 +256,20 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         return handle
 
     def _signal(self, job: _LocalJob, sig: int) -> None:
+        """SIGKILL to the job's whole process group; any other signal once to every process of
+        the group but the wrapper (a group-wide SIGTERM reached the program twice: directly and
+        forwarded by the wrapper, and 'a second SIGTERM means quit now' lost the checkpoint).
+        The wrapper forwards it when no other member is found (the job is still starting)."""
         if job.process is None and not _alive(job.pid, job.ticks):
             return  # an adopted job's pid may belong to someone else by now
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(job.pid, sig)
+            if sig == signal.SIGKILL:
+                os.killpg(job.pid, sig)
+                return
+            members = [pid for pid in _group_members(job.pid) if pid != job.pid]
+            for pid in members or [job.pid]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
 
     def poll(self, handle: str) -> JobStatus:
         job = self._job(handle)
