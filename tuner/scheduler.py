@@ -450,19 +450,29 @@ class Scheduler:
         return progressed
 
     def _read_logs(self, run: _Running, final: bool) -> None:
-        points: list[MetricPoint] = []
-        while data := self.launcher.read_logs(run.handle):
-            points.extend(run.parser.feed(data))
-            if not final:
-                break
-        if final:
-            points.extend(run.parser.close())
-        points = [p for p in points if p.seq >= run.stored]
-        if points:
-            self.store.add_metric_points(run.job.name, points)
-            self.tracker.points(run.job, points)
-            run.points.extend(points)
-            self._consult_stopping(run, points, final)
+        """Parse and store what the job's log holds beyond what was read: one chunk while it
+        runs; all of it once it has ended, chunk by chunk (each stored before the next is
+        read, the lease kept), so a log of millions of metric lines never sits in memory."""
+        while True:
+            data = self.launcher.read_logs(run.handle)
+            points = run.parser.feed(data) if data else []
+            if final and not data:
+                points = [*points, *run.parser.close()]
+            self._keep(run, [p for p in points if p.seq >= run.stored], final)
+            if not final or not data:
+                return
+            self._heartbeat()
+
+    def _keep(self, run: _Running, points: list[MetricPoint], final: bool) -> None:
+        """Store new points, show them to the tracker and the stopping rule; the job keeps
+        only its objective's values (all its final objective needs)."""
+        if not points:
+            return
+        self.store.add_metric_points(run.job.name, points)
+        self.tracker.points(run.job, points)
+        objective = self.definition.objective_metric_name
+        run.points.extend(p for p in points if p.name == objective)
+        self._consult_stopping(run, points, final)
 
     def _consult_stopping(self, run: _Running, points: list[MetricPoint], final: bool) -> None:
         """Show each new objective value to the stopping rule; stop the job when it says so."""
@@ -654,7 +664,7 @@ class Scheduler:
                 job.hyperparameters,
                 job.handle,
                 LogMetricParser(self.metric_definitions),
-                points=stored,
+                points=[p for p in stored if p.name == self.definition.objective_metric_name],
                 stored=len(stored),
                 began_at=job.running_at,
                 steps=sum(p.name == self.definition.objective_metric_name for p in stored),

@@ -40,6 +40,7 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    insert,
     inspect,
     or_,
     select,
@@ -606,18 +607,19 @@ class Store:
     def add_metric_points(self, training_job_name: str, points: Iterable[MetricPoint]) -> int:
         """Append points to a training job's time series; returns how many were stored."""
         with self._session() as session:
-            row = self._training_row(session, training_job_name)
+            job_id = self._training_row(session, training_job_name).id
             rows = [
-                MetricPointRow(
-                    training_job_id=row.id,
-                    name=p.name,
-                    value=_finite_or_none(p.value),
-                    seq=p.seq,
-                    timestamp=p.timestamp,
-                )
+                {
+                    "training_job_id": job_id,
+                    "name": p.name,
+                    "value": _finite_or_none(p.value),
+                    "seq": p.seq,
+                    "timestamp": p.timestamp,
+                }
                 for p in points
             ]
-            session.add_all(rows)
+            if rows:  # one bulk INSERT: about 10x the rows per second of ORM objects
+                session.execute(insert(MetricPointRow), rows)
             return len(rows)
 
     def metric_counts(self, tuning_job_name: str, name: str) -> dict[str, int]:
