@@ -140,3 +140,47 @@ def test_a_stop_delivers_one_sigterm_to_the_program(tmp_path):
         time.sleep(0.05)
     assert "terms=1" in (job.workdir / LOG_FILE).read_text()
     assert status.exit_code == 0  # it ended by itself within the grace period
+
+
+DAEMONIZE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:  # a daemon: out of the job's process group and session
+        with open(sys.argv[1], "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("accuracy=0.5", flush=True)
+"""
+
+
+def test_processes_a_job_left_outside_its_group_end_with_it(tmp_path):
+    """A double-forked daemon (setsid) outlived its job, the tuning job and the tuner."""
+    pid_file = tmp_path / "daemon.pid"
+    workdir = tmp_path / "job-1"
+    job = LaunchSpec(
+        name="job-1",
+        argv=[sys.executable, "-c", DAEMONIZE, str(pid_file)],
+        workdir=workdir,
+        env={"TUNER_OUTPUT_DIR": str(workdir / "output")},
+    )
+    launcher = LocalLauncher()
+    handle = launcher.start(job)
+    deadline = time.monotonic() + 30
+    while launcher.poll(handle).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    daemon = int(pid_file.read_text())
+    while Path(f"/proc/{daemon}").exists() and "Z" not in _state(daemon):
+        assert time.monotonic() < deadline, "the daemon still runs"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -120,8 +120,8 @@ def _left_a_trace(workdir: Path) -> bool:
         return False
 
 
-def _find_process(marker: bytes) -> int | None:
-    """The pid of a running process whose environment holds ``marker`` (``NAME=value``)."""
+def _processes_with(marker: bytes) -> Iterator[int]:
+    """The pids of running processes whose environment holds ``marker`` (``NAME=value``)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -130,8 +130,23 @@ def _find_process(marker: bytes) -> int | None:
         except OSError:
             continue
         if marker in environ.split(b"\0"):
-            return int(entry.name)
-    return None
+            yield int(entry.name)
+
+
+def _find_process(marker: bytes) -> int | None:
+    """The pid of a running process whose environment holds ``marker`` (``NAME=value``)."""
+    return next(_processes_with(marker), None)
+
+
+def _kill_strays(spec: LaunchSpec) -> None:
+    """SIGKILL what an ended job left outside its process group (``setsid``, a daemon's double
+    fork): processes whose environment still names the job's output folder."""
+    folder = spec.env.get("TUNER_OUTPUT_DIR")
+    if not folder:
+        return
+    for pid in _processes_with(f"TUNER_OUTPUT_DIR={folder}".encode()):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 class LocalLauncher(TrackedLauncher[_LocalJob]):
@@ -287,6 +302,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             code = read_exit_code(job.spec.workdir / EXIT_FILE)
         job.ended_at = _ended_at(job.spec.workdir / EXIT_FILE, watched=job.process is not None)
         self._signal(job, signal.SIGKILL)  # leftovers of the job's process group
+        _kill_strays(job.spec)  # and those that left it
         job.finished = True
         if job.log is not None:
             job.log.close()
