@@ -343,3 +343,32 @@ def test_a_log_of_many_metric_lines_is_stored_whole_chunk_by_chunk(tmp_path, sql
     points = tuner.store.metric_points(job.name)
     assert len(points) == 2 * lines + 1
     assert [p.seq for p in points] == list(range(2 * lines + 1))
+
+
+def test_a_job_that_truncates_its_own_log_gets_the_objective_it_printed_last(tmp_path, sqlite_url):
+    """`exec > log.txt` again in the middle of a job: the tuner kept reading from its old
+    offset, past the new end, and recorded the first value (0.1) for a job that ended on 0.9."""
+    job = tmp_path / "reopen.py"
+    job.write_text(
+        "import os, sys, time\n"
+        "print('x' * 5000)\n"
+        "print('accuracy=0.1', flush=True)\n"
+        "time.sleep(1.5)  # the tuner reads it\n"
+        "log = os.path.join(os.environ['TUNER_OUTPUT_DIR'], '..', 'log.txt')\n"
+        "fd = os.open(log, os.O_WRONLY | os.O_TRUNC)\n"
+        "os.dup2(fd, 1)\n"
+        "for v in (0.7, 0.8, 0.9):\n"
+        "    print(f'accuracy={v}', flush=True)\n"
+    )
+    tuner = HyperparameterTuner(
+        {"command": [sys.executable, str(job)], "output_path": str(tmp_path / "runs")},
+        "accuracy",
+        {"x": ContinuousParameter(0.0, 1.0)},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        max_jobs=1,
+        storage=sqlite_url,
+    )
+    tuner.fit(progress=False)
+    (ended,) = tuner.training_jobs()
+    assert ended.objective == 0.9
+    assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]

@@ -90,9 +90,14 @@ class TrackedLauncher(Launcher, Generic[J]):
         )
 
     def read_logs(self, handle: str) -> bytes:
+        """The job's log beyond what was read, up to ``READ_CHUNK`` bytes. A log now shorter
+        than what was read was truncated by the job (``exec > log.txt`` again): it is read
+        again from its start, so what the job writes next is not lost."""
         job = self._job(handle)
         try:
             with open(job.spec.workdir / LOG_FILE, "rb") as f:
+                if os.fstat(f.fileno()).st_size < job.offset:
+                    job.offset = 0
                 f.seek(job.offset)
                 data = f.read(READ_CHUNK)
         except FileNotFoundError:
