@@ -68,6 +68,24 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         False,
     ),
     (
+        "acq-func-ignored",
+        lambda d: d.update(strategy="Bayesian", strategy_options={"acq_func": "LCB"}),
+        ["acq_func is an option of engine 'skopt' only", "'LCB'"],
+        False,
+    ),
+    (
+        "tpe-startup",
+        lambda d: d.update(strategy="TPE", strategy_options={"n_startup_trials": "3"}),
+        ["n_startup_trials must be an integer >= 0", "'3'"],
+        False,
+    ),
+    (
+        "hyperband-options",
+        lambda d: d.update(strategy="Hyperband", strategy_options={"min_resource": 2}),
+        ["belong in strategy_config", "'min_resource': 2"],
+        False,
+    ),
+    (
         "grid-points",
         lambda d: d.update(strategy="Grid", strategy_options={"points_per_continuous": -1}),
         ["points_per_continuous must be an integer in 1..1000000", "-1"],
