@@ -314,6 +314,23 @@ def test_a_launcher_that_fails_while_stopping_still_ends_the_tuning_job(tmp_path
             time.sleep(0.05)
 
 
+def run_one_job(
+    tmp_path: Path, url: str, script: Path, metrics: dict[str, str] | None = None
+) -> HyperparameterTuner:
+    """A tuning job of one run of ``script``, objective ``accuracy`` (and ``metrics``: name to
+    regex), run to its end."""
+    definitions = {"accuracy": r"accuracy=([0-9.]+)", **(metrics or {})}
+    tuner = HyperparameterTuner(
+        {"command": [sys.executable, str(script)], "output_path": str(tmp_path / "runs")},
+        "accuracy",
+        {"x": ContinuousParameter(0.0, 1.0)},
+        [{"Name": n, "Regex": r} for n, r in definitions.items()],
+        max_jobs=1,
+        storage=url,
+    )
+    return tuner.fit(progress=False)
+
+
 def test_a_log_of_many_metric_lines_is_stored_whole_chunk_by_chunk(tmp_path, sqlite_url):
     """A job printing metric lines in a tight loop: its whole log was read into memory at its
     end and stored one ORM object per point (6.7 million points: 15.8 GB and ten minutes, the
@@ -326,18 +343,7 @@ def test_a_log_of_many_metric_lines_is_stored_whole_chunk_by_chunk(tmp_path, sql
         "    sys.stdout.write(f'step {i} accuracy=0.5 loss=0.25\\n')\n"
         "print('accuracy=0.999')\n"
     )
-    tuner = HyperparameterTuner(
-        {"command": [sys.executable, str(flood)], "output_path": str(tmp_path / "runs")},
-        "accuracy",
-        {"x": ContinuousParameter(0.0, 1.0)},
-        [
-            {"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"},
-            {"Name": "loss", "Regex": r"loss=([0-9.]+)"},
-        ],
-        max_jobs=1,
-        storage=sqlite_url,
-    )
-    tuner.fit(progress=False)
+    tuner = run_one_job(tmp_path, sqlite_url, flood, {"loss": r"loss=([0-9.]+)"})
     (job,) = tuner.training_jobs()
     assert job.status is TrainingStatus.COMPLETED and job.objective == 0.999
     points = tuner.store.metric_points(job.name)
@@ -360,15 +366,7 @@ def test_a_job_that_truncates_its_own_log_gets_the_objective_it_printed_last(tmp
         "for v in (0.7, 0.8, 0.9):\n"
         "    print(f'accuracy={v}', flush=True)\n"
     )
-    tuner = HyperparameterTuner(
-        {"command": [sys.executable, str(job)], "output_path": str(tmp_path / "runs")},
-        "accuracy",
-        {"x": ContinuousParameter(0.0, 1.0)},
-        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
-        max_jobs=1,
-        storage=sqlite_url,
-    )
-    tuner.fit(progress=False)
+    tuner = run_one_job(tmp_path, sqlite_url, job)
     (ended,) = tuner.training_jobs()
     assert ended.objective == 0.9
     assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]
