@@ -35,12 +35,32 @@ def test_the_gpu_check_runs_every_step_on_the_cpu_and_prints_one_table(tmp_path)
         ("(b) trainer", "start-up s"),
         ("(b) trainer", "model.onnx written"),
         ("(b) trainer", "restart resumes after epoch 0"),
+        ("(b) trainer", "images/s end to end, epoch 2"),
         ("(c) packing", "2 trial(s) on one GPU, images/s"),
         ("(d) tuner compare", "training jobs completed"),
         ("(d) tuner compare", "median start-up s per trial"),
     ]:
         assert expected in checks, expected
     assert "(d) tuner compare  training jobs completed" in done.stdout  # the table itself
+
+
+@pytest.mark.timeout(600)
+def test_steps_runs_only_the_steps_named_and_keeps_each_row_as_it_comes(tmp_path):
+    """``--steps a`` (a short device lease split in two): only step (a)'s rows, each printed the
+    moment it is taken and in the JSON file, so a run cut off by a time limit still shows them."""
+    out = tmp_path / "rows.json"
+    done = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--cpu", "--steps", "a", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=550,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    checks = {row["check"] for row in json.loads(out.read_text())}
+    assert checks == {"(a) throughput", "total"}
+    streamed = done.stdout.split("check_throughput took")[0]
+    assert "(a) throughput | eager images/s (batch 4) |" in streamed
 
 
 def test_a_failing_step_makes_the_check_fail(tmp_path):
