@@ -65,13 +65,17 @@ export function badge(status) {
   return el("span", { className: "badge " + status }, status);
 }
 
+export const OBJECTIVE_DIGITS = 6; // 0.999998 must not read as 1, nor two close bests as a tie
+
 export function fmtNumber(v, digits = 4) {
   if (v === null || v === undefined || Number.isNaN(v)) return "–";
   if (typeof v !== "number") return String(v);
   if (Number.isInteger(v)) return String(v);
   const a = Math.abs(v);
-  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(3);
-  return v.toPrecision(digits).replace(/\.?0+$/, "");
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(digits - 1);
+  const text = v.toPrecision(digits);
+  // Trailing zeros go only after a decimal point: 1200.4 to 4 digits is "1200", not "12".
+  return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
 }
 
 export function fmtSeconds(s) {

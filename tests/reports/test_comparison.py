@@ -627,3 +627,13 @@ def _jobs(store: Store, name: str):
         return store.list_training_jobs(name)
     except NotFoundError:
         return []
+
+
+def test_objectives_are_shown_to_six_significant_digits(tmp_path, sqlite_url):
+    """0.999998 was printed as 1 (four digits), and two close bests as a tie."""
+    store = Store(sqlite_url)
+    numeric = {"type": "continuous", "min_value": 0, "max_value": 1, "scaling_type": "Linear"}
+    _ended_run(store, "close", {"x": numeric}, {}, [({"x": 0.25}, 0.999998), ({"x": 0.5}, 0.99997)])
+    report(store, ["close"], tmp_path / "report", "close")
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| 0.999998 |" in markdown and "| 0.99997 |" in markdown

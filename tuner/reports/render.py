@@ -45,6 +45,9 @@ COLOURS = [
 ]
 
 
+OBJECTIVE_DIGITS = 6  # 0.999998 must not read as 1, nor two close bests as a tie
+
+
 def _fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "-"
@@ -290,8 +293,8 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(a["strategy"]),
             f"{a['max_jobs']} ({a['max_parallel_jobs']})",
             str(len(a["runs"])),
-            _fmt(a["best_median"]),
-            _fmt(a["best_overall"]),
+            _fmt(a["best_median"], OBJECTIVE_DIGITS),
+            _fmt(a["best_overall"], OBJECTIVE_DIGITS),
             _fmt(a["jobs_to_best_median"], 3),
             _fmt(a["seconds_to_best_median"], 3),
             _fmt(a["wall_seconds_median"], 3),
@@ -325,7 +328,7 @@ def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             if other == arm or r is None:
                 cells.append("-")
             elif r["jobs_median"] is None:
-                cells.append(f"never ({_fmt(r['target'])})")
+                cells.append(f"never ({_fmt(r['target'], OBJECTIVE_DIGITS)})")
             else:
                 cells.append(f"{_fmt(r['jobs_median'], 3)} ({r['runs_reaching']}/{r['runs']} runs)")
         rows.append(cells)
@@ -342,7 +345,7 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(i),
             t["arm"],
             t["training_job"],
-            _fmt(t["objective"]),
+            _fmt(t["objective"], OBJECTIVE_DIGITS),
             *(_fmt(t["hyperparameters"].get(n)) for n in names),
             *([t.get("artifacts_uri") or "-"] if uploaded else []),
         ]
