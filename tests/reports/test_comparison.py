@@ -637,3 +637,30 @@ def test_objectives_are_shown_to_six_significant_digits(tmp_path, sqlite_url):
     report(store, ["close"], tmp_path / "report", "close")
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "| 0.999998 |" in markdown and "| 0.99997 |" in markdown
+
+
+def test_a_report_of_two_comparisons_keeps_their_same_named_arms_apart(sqlite_url):
+    """Runs of two comparisons that both have a "random" arm were merged into one arm, its
+    budget taken from whichever came first; now each is "comparison/arm"."""
+    store = Store(sqlite_url)
+    numeric = {"type": "continuous", "min_value": 0, "max_value": 1, "scaling_type": "Linear"}
+    for comparison, max_jobs, objective in (("small", 2, 0.5), ("large", 8, 0.9)):
+        name = f"{comparison}-random-s1"
+        store.create_tuning_job(
+            name,
+            {
+                "objective_metric_name": "acc",
+                "objective_type": "Maximize",
+                "hyperparameter_ranges": {"x": numeric},
+                "max_jobs": max_jobs,
+                "tags": {"comparison": comparison, "arm": "random", "seed": "1"},
+            },
+        )
+        job = store.create_training_job(name, 1, {"x": 0.5})
+        store.finish_training_job(job.name, TrainingStatus.COMPLETED, objective)
+    arms = {a["arm"]: a for a in build(store, ["small-random-s1", "large-random-s1"])["arms"]}
+    assert sorted(arms) == ["large/random", "small/random"]
+    assert (arms["small/random"]["max_jobs"], arms["small/random"]["best_median"]) == (2, 0.5)
+    assert (arms["large/random"]["max_jobs"], arms["large/random"]["best_median"]) == (8, 0.9)
+    one = build(store, ["small-random-s1"])["arms"]  # one comparison: the plain arm name
+    assert [a["arm"] for a in one] == ["random"]

@@ -1,7 +1,8 @@
 """The numbers of a comparison report, from tuning jobs in the store (plain, JSON-able).
 
-Tuning jobs are grouped into arms by their ``arm`` tag (a comparison's runs), otherwise each
-tuning job is an arm of its own. Per run, training jobs are counted in the order they ended;
+Tuning jobs are grouped into arms by their ``arm`` tag (a comparison's runs; named
+``comparison/arm`` when the runs come from several comparisons), otherwise each tuning job is an
+arm of its own. Per run, training jobs are counted in the order they ended;
 "best so far" after k jobs is the best objective of the first k jobs to end. Per arm: the
 median of its runs' best values, jobs and seconds until the run first reached its own best,
 compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
@@ -38,10 +39,16 @@ from tuner.warm_start import summary as warm_start_summary
 class Run:
     record: TuningJob
     jobs: list[TrainingJob]
+    qualified: bool = False  # runs of several comparisons: arms are named "comparison/arm"
 
     @property
     def arm(self) -> str:
-        return str(self.record.definition.get("tags", {}).get("arm") or self.record.name)
+        tags = self.record.definition.get("tags", {})
+        if not tags.get("arm"):
+            return self.record.name
+        if self.qualified and tags.get("comparison"):
+            return f"{tags['comparison']}/{tags['arm']}"
+        return str(tags["arm"])
 
     def ended(self) -> list[TrainingJob]:
         return sorted((j for j in self.jobs if j.ended_at), key=lambda j: j.ended_at or 0.0)
@@ -188,6 +195,10 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
             f"a report names each tuning job once, got {', '.join(map(repr, repeated))} twice"
         )
     runs = [Run(store.get_tuning_job(n), store.list_training_jobs(n)) for n in names]
+    comparisons = {r.record.definition.get("tags", {}).get("comparison") for r in runs}
+    if len(comparisons - {None}) > 1:  # two comparisons' "random" arms are not one arm
+        for run in runs:
+            run.qualified = True
     first = runs[0].record.definition
     metric, kind = first["objective_metric_name"], first.get("objective_type", "Maximize")
     for run in runs[1:]:
