@@ -370,3 +370,22 @@ def test_a_job_that_truncates_its_own_log_gets_the_objective_it_printed_last(tmp
     (ended,) = tuner.training_jobs()
     assert ended.objective == 0.9
     assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]
+
+
+def test_a_job_that_deletes_its_own_log_still_gets_what_it_prints_after(tmp_path, sqlite_url):
+    """`rm log.txt` in the middle of a job, which goes on printing to the same stdout: the
+    launcher read the log by its path, so the job ended on the value read before (0.1)."""
+    job = tmp_path / "unlink.py"
+    job.write_text(
+        "import os, time\n"
+        "print('accuracy=0.1', flush=True)\n"
+        "time.sleep(1.5)  # the tuner reads it\n"
+        "os.unlink(os.path.join(os.environ['TUNER_OUTPUT_DIR'], '..', 'log.txt'))\n"
+        "for v in (0.7, 0.8, 0.9):\n"
+        "    print(f'accuracy={v}', flush=True)\n"
+        "    time.sleep(0.3)\n"
+    )
+    tuner = run_one_job(tmp_path, sqlite_url, job)
+    (ended,) = tuner.training_jobs()
+    assert ended.objective == 0.9
+    assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]

@@ -184,3 +184,22 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_the_log_kept_open_for_reading_is_closed_once_an_ended_job_is_read(tmp_path):
+    """The launcher keeps each job's log open from its start (so a job that deletes log.txt is
+    still read); 50 jobs must not leave 50 descriptors behind."""
+    import os
+
+    launcher = LocalLauncher()
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(50):
+        job = dataclasses.replace(
+            spec(tmp_path, "print('accuracy=0.9')"), name=f"j{i}", workdir=tmp_path / f"j{i}"
+        )
+        handle = launcher.start(job)
+        while launcher.poll(handle).running:
+            time.sleep(0.01)
+        assert b"accuracy=0.9" in launcher.read_logs(handle)
+        assert launcher.read_logs(handle) == b""
+    assert len(os.listdir("/proc/self/fd")) <= before + 2

@@ -198,6 +198,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         with contextlib.suppress(FileNotFoundError):
             (spec.workdir / EXIT_FILE).unlink()  # a status from an earlier start is not ours
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
+        reader = open(spec.workdir / LOG_FILE, "rb")  # noqa: SIM115 - see TrackedLauncher.read_logs
         try:
             process = subprocess.Popen(
                 [*KEEPER_COMMAND, str(spec.workdir / EXIT_FILE), *spec.argv],
@@ -210,6 +211,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             log.close()
+            reader.close()
             self.slots.release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
@@ -223,6 +225,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             ticks=_start_ticks(process.pid),
             log=log,
             began_at=time.time(),
+            reader=reader,
         )
         return handle
 

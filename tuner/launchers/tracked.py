@@ -10,7 +10,7 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 from tuner.errors import LaunchError
 from tuner.launchers.base import JobStatus, Launcher, LaunchSpec
@@ -47,6 +47,7 @@ class TrackedJob:
     began_at: float | None = None  # epoch seconds when the program began running
     ended_at: float | None = None  # epoch seconds when it ended, where known
     note: str | None = None  # why its exit code is unknown, where known (JobStatus.note)
+    reader: BinaryIO | None = None  # the log opened at the start: followed even when unlinked
 
 
 J = TypeVar("J", bound=TrackedJob)
@@ -92,17 +93,26 @@ class TrackedLauncher(Launcher, Generic[J]):
     def read_logs(self, handle: str) -> bytes:
         """The job's log beyond what was read, up to ``READ_CHUNK`` bytes. A log now shorter
         than what was read was truncated by the job (``exec > log.txt`` again): it is read
-        again from its start, so what the job writes next is not lost."""
+        again from its start, so what the job writes next is not lost. Where the launcher kept
+        the log open from the start (``reader``), a job that deletes ``log.txt`` is still read;
+        that descriptor is closed once an ended job's log has been read to its end."""
         job = self._job(handle)
         try:
-            with open(job.spec.workdir / LOG_FILE, "rb") as f:
-                if os.fstat(f.fileno()).st_size < job.offset:
-                    job.offset = 0
-                f.seek(job.offset)
-                data = f.read(READ_CHUNK)
+            f = job.reader or open(job.spec.workdir / LOG_FILE, "rb")  # noqa: SIM115
         except FileNotFoundError:
             return b""
+        try:
+            if os.fstat(f.fileno()).st_size < job.offset:
+                job.offset = 0
+            f.seek(job.offset)
+            data = f.read(READ_CHUNK)
+        finally:
+            if f is not job.reader:
+                f.close()
         job.offset += len(data)
+        if job.finished and job.reader is not None and len(data) < READ_CHUNK:
+            job.reader.close()  # all of it read: nothing more will come
+            job.reader = None
         return data
 
     def _terminate(self, job: J) -> None:
