@@ -231,7 +231,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Create and start a tuning job from our definition (the YAML's content as JSON) or
         from SageMaker's CreateHyperParameterTuningJob request shape."""
         data = from_sagemaker(body) if is_sagemaker_request(body) else body
-        record = service.submit(TuningJobDefinition.parse(data))
+        record = service.submit(TuningJobDefinition.parse(data), store)  # 503 at once if down
         return describe(store.get_tuning_job(record.name), [])
 
     @api.get("/tuning-jobs", response_model=schemas.TuningJobPage, tags=["tuning jobs"])
@@ -294,7 +294,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     def stop_tuning_job(name: TuningName) -> dict[str, Any]:
         """Stop a tuning job: its running training jobs are stopped, no new one starts."""
-        return _summary(service.stop(name))
+        return _summary(service.stop(name, store))
 
     @api.get("/training-jobs/{name}", response_model=schemas.TrainingJobOut, tags=["training jobs"])
     def get_training_job(name: TrainingName) -> dict[str, Any]:

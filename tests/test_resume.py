@@ -216,3 +216,123 @@ def test_the_loser_of_two_concurrent_resumes_names_the_winner(tmp_path, sqlite_u
     loser.store.claim_tuning_job = winner_first  # type: ignore[method-assign]
     with pytest.raises(ValidationError, match="is being run by winner"):
         loser.resume()
+
+
+def test_a_training_job_is_recorded_only_under_the_lease(sqlite_url):
+    """The create renews the lease in its own transaction: a process that lost the tuning job
+    records nothing (its number would collide with the new owner's)."""
+    from tuner.errors import LeaseLost
+
+    store = Store(sqlite_url)
+    store.create_tuning_job("leased", {"objective_metric_name": "a"}, owner="b", ttl=30)
+    with pytest.raises(LeaseLost, match="another process took over tuning job leased"):
+        store.create_training_job("leased", 1, {"x": 0.5}, lease=("a", 30))
+    assert store.count_training_jobs("leased") == 0
+    job = store.create_training_job("leased", 1, {"x": 0.5}, lease=("b", 30))
+    assert job.number == 1
+
+
+@pytest.mark.parametrize("stall", ["before the create", "after the create"])
+def test_a_store_stall_past_the_lease_hands_the_tuning_job_over_whole(tmp_path, sqlite_url, stall):
+    """A database stall longer than the lease while recording a training job, and another
+    process takes the tuning job over meanwhile: the first one failed the tuning job with an
+    IntegrityError (both numbered a job 2) and left jobs it had started unrecorded. Now it
+    leaves without starting anything; the new owner runs every job, each once."""
+    d = definition(tmp_path, sleep=0.2, max_jobs=3, max_parallel_jobs=1)
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", d.to_json(), owner="a", ttl=30)
+    first_store = Store(sqlite_url)
+    create = first_store.create_training_job
+
+    def stalled(name, number, config, lease=None):
+        if number == 2 and stall == "after the create":
+            job = create(name, number, config, lease=lease)
+        if number == 2:  # the stall: the lease runs out and another process takes over
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE tuning_jobs SET lease_expires = 0")
+            assert store.claim_tuning_job("resume", "b", ttl=30)
+            time.sleep(0.2)  # longer than a third of the lease
+            if stall == "after the create":
+                return job
+        return create(name, number, config, lease=lease)
+
+    first_store.create_training_job = stalled  # type: ignore[method-assign]
+    record = Scheduler(d, "resume", first_store, owner="a", lease_seconds=0.3).run()
+    assert record.status is TuningStatus.IN_PROGRESS and record.owner == "b"
+    jobs = store.list_training_jobs("resume")
+    assert [j.number for j in jobs if j.handle] == [1]  # job 2, if recorded, was not started
+    record = Scheduler(d, "resume", Store(sqlite_url), owner="b").run()
+    assert record.status is TuningStatus.COMPLETED, record.failure_reason
+    assert sorted(j.number for j in store.list_training_jobs("resume")) == [1, 2, 3]
+    assert set(runs_per_job(store).values()) == {1}
+
+
+@pytest.mark.parametrize("printed", [False, True])
+def test_jobs_killed_together_with_their_tuner_run_again(tmp_path, sqlite_url, printed):
+    """A reboot, or kill -9 of every process: the jobs' wrappers died too and kept no exit
+    status. The resume recorded each as Failed ("its exit status could not be read"), used up
+    max_jobs and, with a first wave of five, failed the tuning job ("no training job succeeded
+    after 5 attempts"). Now they are interrupted and run again, the budget kept."""
+    import os
+    import signal
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=3.0, max_jobs=3, max_parallel_jobs=2)
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True] * 2
+    )
+    if printed:
+        wait_for(
+            lambda: all(store.metric_points(j.name) for j in store.list_training_jobs("resume"))
+        )
+    detach.set()
+    thread.join(10)
+    for job in store.list_training_jobs("resume"):  # each job with its wrapper: its whole group
+        pid = int((job.handle or "").split(":")[1])
+        os.killpg(pid, signal.SIGKILL)
+    assert store.claim_tuning_job("resume", "second", ttl=30)
+    record = Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
+    assert record.status is TuningStatus.COMPLETED, record.failure_reason
+    jobs = store.list_training_jobs("resume")
+    assert [j.status for j in jobs[:2]] == [TrainingStatus.STOPPED] * 2
+    assert {j.failure_reason for j in jobs[:2]} == {INTERRUPTED}
+    assert [j.status for j in jobs[2:]] == [TrainingStatus.COMPLETED] * 3
+
+
+@pytest.mark.parametrize("lease", ["expired", "expiring"])
+def test_stop_from_python_ends_a_tuning_job_whose_process_died(tmp_path, sqlite_url, lease):
+    """attach(...).stop() on a tuning job whose `fit()` process was killed only asked for the
+    stop: nobody carried it out, wait() timed out "still Stopping" and the training jobs ran on.
+    Now it takes the job over as `tuner stop` does (at once, or in wait() once the lease ends)."""
+    from tuner import HyperparameterTuner
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=5.0, max_jobs=4, max_parallel_jobs=2)
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True] * 2
+    )
+    detach.set()
+    thread.join(10)
+    expires = 0 if lease == "expired" else time.time() + 1.5
+    with store.engine.begin() as conn:  # its process died holding the lease
+        conn.exec_driver_sql(f"UPDATE tuning_jobs SET owner = 'dead', lease_expires = {expires}")
+    tuner = HyperparameterTuner.attach("resume", storage=sqlite_url)
+    began = time.monotonic()
+    described = tuner.stop()
+    if lease == "expiring":
+        assert described["status"] == "Stopping"
+        described = tuner.wait(timeout=30)
+    assert described["status"] == "Stopped"
+    assert time.monotonic() - began < 15  # the jobs were stopped, not waited out
+    jobs = store.list_training_jobs("resume")
+    assert len(jobs) == 2 and all(j.status is TrainingStatus.STOPPED for j in jobs)

@@ -24,3 +24,8 @@ class StorageError(TunerError):
 class StoreUnavailable(StorageError):
     """The store's database stopped answering (a server restart, a network cut) and did not
     come back within the store's patience; nothing was written by the failed call."""
+
+
+class LeaseLost(TunerError):
+    """Another process holds the tuning job's lease now (it took over after the lease ran out);
+    the caller must leave the tuning job and its training jobs to that process."""

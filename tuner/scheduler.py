@@ -60,7 +60,7 @@ from typing import Any
 
 from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
-from tuner.errors import LaunchError, StoreUnavailable, TunerError
+from tuner.errors import LaunchError, LeaseLost, StoreUnavailable
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
@@ -85,10 +85,6 @@ UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to 
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
 SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
 STOPPED_BY_TUNER = "stopped by the tuner"  # a training job its tuner stopped (not early)
-
-
-class LeaseLost(TunerError):
-    """Another process holds the tuning job's lease now."""
 
 
 class _Detached(Exception):
@@ -250,6 +246,11 @@ class Scheduler:
             self._end(TuningStatus.STOPPED, SIGNALLED)
             raise
         except Exception as exc:
+            if self._lease_lost():  # e.g. its write raced the process that took over: leave
+                log.warning("%s: %s after another process took it over", self.name, exc)
+                self.launcher.close()
+                self.tracker.close(None)
+                return self.store.get_tuning_job(self.name)
             reason = f"internal error: {type(exc).__name__}: {exc}"
             try:
                 self._shutdown()
@@ -345,11 +346,23 @@ class Scheduler:
             self._renew_lease()
 
     def _renew_lease(self) -> None:
+        """Extend the lease; LeaseLost when another process holds it. The new expiry counts
+        from when the renewal began: one that waited long on the database is soon renewed again."""
         if self.owner is None:
             return
+        began = time.monotonic()
         if not self.store.renew_lease(self.name, self.owner, self.lease_seconds):
             raise LeaseLost(f"another process took over tuning job {self.name}")
-        self._last_renewal = time.monotonic()
+        self._last_renewal = began
+
+    def _lease_lost(self) -> bool:
+        """True when another process has taken this tuning job over (checked by renewing)."""
+        if self.owner is None:
+            return False
+        try:
+            return not self.store.renew_lease(self.name, self.owner, self.lease_seconds)
+        except Exception:  # the store fails too: not known to be lost
+            return False
 
     def _stop_requested(self) -> bool:
         if self.stop_event.is_set():
@@ -380,7 +393,12 @@ class Scheduler:
             self._record_strategy_state()
         for config in configs:
             self.last_number += 1
-            self._start(self.store.create_training_job(self.name, self.last_number, config))
+            began = time.monotonic()
+            lease = (self.owner, self.lease_seconds) if self.owner is not None else None
+            job = self.store.create_training_job(self.name, self.last_number, config, lease=lease)
+            self._last_renewal = began  # the create renewed the lease, as of when it began
+            self._heartbeat()  # a create that waited on the database renews it again: fresh
+            self._start(job)  # when the job starts, so no other process can start it too
         return bool(configs)
 
     def _record_strategy_state(self) -> None:

@@ -56,8 +56,11 @@ class TuningService:
         self._scanner = threading.Thread(target=self._scan_forever, name="tuner-scan", daemon=True)
         self._scanner.start()
 
-    def submit(self, definition: TuningJobDefinition) -> TuningJob:
-        """Validate, record and start a tuning job; its folders live under ``runs_dir``."""
+    def submit(self, definition: TuningJobDefinition, store: Store | None = None) -> TuningJob:
+        """Validate, record and start a tuning job; its folders live under ``runs_dir``.
+        ``store``: the one to record it in (a REST request's, which does not wait for a
+        database that stopped answering); by default the service's own."""
+        store = store or self.store
         self.policy.check(definition.job_definition)
         name = definition.name or default_name()
         jd = definition.job_definition.model_copy(
@@ -69,8 +72,8 @@ class TuningService:
         )
         check_working_directory(jd)
         definition = definition.model_copy(update={"name": name, "job_definition": jd})
-        warm = resolve(self.store, definition)  # parents checked: a refusal stores nothing
-        record = self.store.create_tuning_job(
+        warm = resolve(store, definition)  # parents checked: a refusal stores nothing
+        record = store.create_tuning_job(
             name,
             definition.to_json(),
             self.owner,
@@ -80,9 +83,9 @@ class TuningService:
         self._launch(name)
         return record
 
-    def stop(self, name: str) -> TuningJob:
-        """Ask whichever process runs the tuning job to stop it."""
-        return self.store.request_stop(name)
+    def stop(self, name: str, store: Store | None = None) -> TuningJob:
+        """Ask whichever process runs the tuning job to stop it (``store`` as in ``submit``)."""
+        return (store or self.store).request_stop(name)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Leave every tuning job (training jobs keep running) and release the leases."""
@@ -162,7 +165,8 @@ class TuningService:
         except Exception as exc:
             log.exception("tuning job %s failed", name)
             try:
-                if not self.store.get_tuning_job(name).status.terminal:
+                record = self.store.get_tuning_job(name)
+                if not record.status.terminal and record.owner in (None, self.owner):
                     self.store.set_tuning_status(
                         name, TuningStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
                     )

@@ -16,6 +16,7 @@ the value); ``fit`` records the tuning job in the store before anything is launc
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -406,6 +407,8 @@ class HyperparameterTuner:
                 bar.show(description)
                 if TuningStatus(description["status"]).terminal:
                     return description
+                if description["status"] == TuningStatus.STOPPING.value:
+                    self._stop_if_orphaned()  # its process is gone: stop it here
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(
                         f"tuning job {name} still {description['status']} after {timeout}s"
@@ -433,7 +436,21 @@ class HyperparameterTuner:
             self.client.stop(name)
         else:
             self.store.request_stop(name)
+            self._stop_if_orphaned()
         return self.describe()
+
+    def _stop_if_orphaned(self) -> None:
+        """A stop asked of a tuning job whose process is gone (no owner, or its lease ran out)
+        is carried out here, as ``tuner stop`` does: this process takes it over like
+        ``resume``, stops its training jobs and ends it. Else its owner does, and this returns."""
+        if self.client is not None or (self._thread is not None and self._thread.is_alive()):
+            return
+        record = self.store.get_tuning_job(self._require_name())
+        if record.status.terminal or not record.stop_requested:
+            return
+        if record.owner is None or (record.lease_expires or 0.0) < time.time():
+            with contextlib.suppress(ValidationError):  # another process took it meanwhile
+                self.resume()
 
     # Looking
 

@@ -90,20 +90,29 @@ def test_a_store_gives_up_after_its_patience_naming_the_outage(postgres):
 
 
 def test_the_rest_service_answers_503_while_its_database_is_down(tmp_path, postgres):
-    """It answered a bare 500 'Internal Server Error' to every request."""
+    """It answered a bare 500 'Internal Server Error' to every request; later, a create or a
+    stop waited for the database as long as the service's runs do (up to 120 s), so a client
+    that timed out saw its create land afterwards."""
     server = Server(postgres.url, tmp_path / "runs").start()
     try:
         with client(server) as http:
             assert http.get("/tuning-jobs").status_code == 200
             postgres.stop()
-            for path in ("/tuning-jobs", "/tuning-jobs/some-job"):
-                response = http.get(path)
-                assert response.status_code == 503, response.text
+            began = time.monotonic()
+            for method, path, body in (
+                ("GET", "/tuning-jobs", None),
+                ("GET", "/tuning-jobs/some-job", None),
+                ("POST", "/tuning-jobs", definition(name="during", max_jobs=2)),
+                ("POST", "/tuning-jobs/some-job/stop", None),
+            ):
+                response = http.request(method, path, json=body)
+                assert response.status_code == 503, (method, path, response.text)
                 detail = response.json()["detail"]
                 assert detail == (
                     "the service's store did not answer (its database is down or unreachable); "
                     "retry later"
                 )  # the driver's reason names the database's host and port: not the client's
+            assert time.monotonic() - began < 20  # at once, not after the service's patience
             postgres.start()
             posted = http.post("/tuning-jobs", json=definition(name="after", max_jobs=2))
             assert posted.status_code == 201, posted.text

@@ -232,9 +232,11 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
         """Watch a job that a LocalLauncher started before this process did (see base).
 
-        A job that already ended is adopted too when its log is there (``poll`` then reports
-        the end at once, with the exit status the wrapper kept in the job's folder, or None
-        when there is none); without a log there is nothing to adopt.
+        A job that already ended is adopted too when its wrapper kept its exit status in the
+        job's folder (``poll`` then reports the end at once). One that is gone without that
+        status was killed together with its wrapper (a reboot, a kill of every process, the
+        tuner's included) and is not adopted: the scheduler records it as interrupted and runs
+        it again. Without a log there is nothing to adopt.
         """
         try:
             kind, pid, ticks, _name = handle.split(":", 3)
@@ -246,6 +248,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():
             return False
+        if not _alive(job.pid, job.ticks) and not (spec.workdir / EXIT_FILE).exists():
+            return False  # (alive first: a wrapper writes the status before it exits)
         job.gpus = self.slots.take_these(spec.name, [g for g in (gpus or "").split(",") if g])
         self._jobs[handle] = job
         return True
@@ -255,9 +259,10 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
 
         That is the handle written into the job's folder; else the handle of the process that
         carries the job's folder as its launch marker; else, when the job left a trace (the
-        status its wrapper kept, or output in its log), a handle that ``adopt`` takes as a job
-        that has already ended. An empty log without a status is a tuner that died between
-        opening the log and starting the wrapper: nothing ran, None, and the job is started.
+        status its wrapper kept, or output in its log), a handle of a job that has already
+        ended (``adopt`` takes it when the status is there). An empty log without a status is
+        a tuner that died between opening the log and starting the wrapper: nothing ran, None,
+        and the job is started.
         """
         with contextlib.suppress(OSError):
             if handle := (spec.workdir / HANDLE_FILE).read_text().strip():

@@ -59,7 +59,13 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from tuner.errors import NotFoundError, StorageError, StoreUnavailable, ValidationError
+from tuner.errors import (
+    LeaseLost,
+    NotFoundError,
+    StorageError,
+    StoreUnavailable,
+    ValidationError,
+)
 from tuner.metrics import MetricPoint
 from tuner.records import (
     ObjectiveStatus,
@@ -456,10 +462,25 @@ class Store:
     # Training jobs
 
     def create_training_job(
-        self, tuning_job_name: str, number: int, hyperparameters: dict[str, Any]
+        self,
+        tuning_job_name: str,
+        number: int,
+        hyperparameters: dict[str, Any],
+        lease: tuple[str, float] | None = None,
     ) -> TrainingJob:
-        """Record a Pending training job (before it is started)."""
+        """Record a Pending training job (before it is started). With ``lease`` (owner, ttl),
+        only while that owner holds the tuning job's lease, renewed in the same transaction:
+        else ``LeaseLost`` and nothing is recorded (another process took the tuning job over
+        and numbers its jobs now)."""
         with self._session() as session:
+            if lease is not None:
+                renewed = session.execute(
+                    update(TuningJobRow)
+                    .where(TuningJobRow.name == tuning_job_name, TuningJobRow.owner == lease[0])
+                    .values(lease_expires=time.time() + lease[1])
+                )
+                if not renewed.rowcount:  # type: ignore[attr-defined]
+                    raise LeaseLost(f"another process took over tuning job {tuning_job_name}")
             tuning = self._tuning_row(session, tuning_job_name)
             row = TrainingJobRow(
                 tuning_job_id=tuning.id,
@@ -555,9 +576,9 @@ class Store:
         offset: int = 0,
     ) -> list[TrainingJob]:
         """A tuning job's training jobs, by number unless ``sort_by`` (one of
-        ``TRAINING_SORT_KEYS``) says otherwise, ties by number; by objective, ``descending``
-        None means best first (by the definition's ``objective_type``), and jobs whose
-        objective did not succeed (none, ``inf`` read from a log, a failed or early-stopped
+        ``TRAINING_SORT_KEYS``) says otherwise, ties by number (earliest first); by objective,
+        ``descending`` None means best first (by the definition's ``objective_type``), and jobs
+        whose objective did not succeed (none, ``inf`` read from a log, a failed or early-stopped
         job's last value) come after those whose did, in either direction; otherwise None
         means ascending. ``status`` keeps one status; ``limit`` and ``offset`` page (a page
         shorter than ``limit`` is the last). Raises ``ValidationError`` for an unknown
@@ -575,7 +596,9 @@ class Store:
                 maximize = tuning.definition.get("objective_type", "Maximize") == "Maximize"
                 descending = sort_by == "objective" and maximize
             order = column.desc() if descending else column.asc()
-            number = TrainingJobRow.number.desc() if descending else TrainingJobRow.number.asc()
+            by_number_down = descending and column is TrainingJobRow.number
+            # ties by number, earliest first: the best job is the first of the best (best_of)
+            number = TrainingJobRow.number.desc() if by_number_down else TrainingJobRow.number.asc()
             # Plain rows of the table's columns, not ORM objects: building and tracking an
             # object per job was most of the time for a large tuning job (the dashboard polls
             # this); ``_training`` reads the same attribute names from either.
