@@ -86,8 +86,10 @@ def test_run_list_describe_export(tmp_path):
     assert "top 2:" in top and len(re.findall(r"^ +cli-1-00\d ", top, re.M)) == 2
     everything = tuner(tmp_path, "describe", "cli-1", "--top", "10").stdout
     assert "top 4:" in everything
-    refused = tuner(tmp_path, "describe", "cli-1", "--top", "-1")
-    assert refused.returncode == 2 and "--top must be >= 0, got -1" in refused.stderr
+    for how in ([], ["--json"]):  # --json ignored a bad --top
+        refused = tuner(tmp_path, "describe", "cli-1", "--top", "-1", *how)
+        assert refused.returncode == 2
+        assert "argument --top: must be a whole number >= 0; got '-1'" in refused.stderr
     none = tuner(tmp_path, "describe", "cli-1", "--top", "0")  # a TypeError before
     assert none.returncode == 0 and "top" not in none.stdout and "Completed" in none.stdout
 
@@ -341,6 +343,10 @@ def test_check_metrics_flags_a_regex_slower_than_asked(tmp_path):
         flagged[1],
     ), flagged[1]
     assert "accuracy (objective): 1 values [0.5]" in result.stdout
+    for bad in ("-1", "nan", "0"):  # each flagged every regex as slow, exit 0
+        refused = tuner(tmp_path, *check, "--slow-per-mb", bad)
+        assert refused.returncode == 2
+        assert f"--slow-per-mb: must be a number of seconds > 0; got '{bad}'" in refused.stderr
 
 
 @pytest.mark.parametrize(

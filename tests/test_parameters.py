@@ -120,3 +120,31 @@ def test_a_range_too_narrow_for_its_scaling_is_refused():
     """Two bounds whose logarithms are equal divided by zero in to_unit."""
     with pytest.raises(ValidationError, match="too narrow for Logarithmic scaling"):
         ContinuousParameter(1e300, math.nextafter(1e300, 2e300), "Logarithmic")
+
+
+def test_numpy_numbers_are_taken_as_the_numbers_they_hold():
+    """np.int64(1) was refused as "not an integer" (and as a categorical value, and as
+    max_jobs), while np.float64 passed: values computed with NumPy must work."""
+    import numpy as np
+
+    from tuner import TuningJobDefinition
+
+    assert IntegerParameter(np.int64(1), np.int32(5)).to_dict()["min_value"] == 1
+    assert ContinuousParameter(np.float32(0.5), np.int64(2)).max_value == 2.0
+    choices = CategoricalParameter([np.int64(1), np.float64(0.5), np.bool_(True), np.str_("a")])
+    assert [type(v) for v in choices.values] == [int, float, bool, str]
+    definition = TuningJobDefinition.parse(
+        {
+            "objective_metric_name": "a",
+            "metric_definitions": [{"Name": "a", "Regex": "a=([0-9.]+)"}],
+            "hyperparameter_ranges": {"n": IntegerParameter(np.int64(1), np.int64(5)).to_dict()},
+            "job_definition": {"command": ["train"], "max_runtime": np.float32(60)},
+            "max_jobs": np.int64(4),
+            "max_parallel_jobs": np.int8(2),
+            "random_seed": np.uint32(7),
+        }
+    )
+    assert (definition.max_jobs, definition.max_parallel_jobs, definition.random_seed) == (4, 2, 7)
+    assert type(definition.max_jobs) is int
+    with pytest.raises(ValidationError, match="max_jobs"):  # a fraction stays refused
+        TuningJobDefinition.parse({**definition.to_json(), "max_jobs": np.float64(2.5)})

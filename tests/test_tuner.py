@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -323,3 +324,42 @@ def test_describe_shows_what_the_strategy_says_of_itself(tmp_path):
     random = HyperparameterTuner(**tuner_args(tmp_path), name="random")
     random.fit()
     assert random.describe()["strategy_state"] == {}
+
+
+def test_a_script_that_ends_during_a_background_fit_says_what_it_left(tmp_path):
+    """fit(wait=False), then the script ends: its tuning job was left InProgress and its jobs
+    running unwatched, silently (exit 0). Now a line says so and how to go on; a script that
+    waits says nothing."""
+    import subprocess
+    import sys
+
+    from tuner import HyperparameterTuner
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    script = (
+        "import sys\n"
+        "from tests.test_scheduler import make_tuner\n"
+        "from pathlib import Path\n"
+        f"tuner = make_tuner(Path({str(tmp_path)!r}), {url!r}, {{'sleep': SLEEP}}, "
+        "max_jobs=1, max_parallel_jobs=1, name=NAME)\n"
+        "tuner.fit(wait=False)\n"
+        "WAIT\n"
+    )
+    env = {**os.environ, "TUNER_LEASE_SECONDS": "1"}
+
+    def run(name: str, sleep: float, wait: bool) -> str:
+        code = script.replace("NAME", repr(name)).replace("SLEEP", str(sleep))
+        code = code.replace("WAIT", "tuner.wait()" if wait else "")
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    left = run("left", 30, wait=False)
+    assert "this process ends while tuning job left still runs in it" in left
+    assert "`tuner resume left` continues it" in left
+    assert "still runs" not in run("waited", 0.1, wait=True)
+    stopped = HyperparameterTuner.attach("left", storage=url)
+    stopped.stop()
+    assert stopped.wait(timeout=60)["status"] == "Stopped"  # its process is gone: taken over

@@ -305,9 +305,6 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(tuner.describe(), indent=2, default=str))
     else:
-        if args.top < 0:
-            print(f"tuner: --top must be >= 0, got {args.top}", file=sys.stderr)
-            return 2
         print(summary(tuner, top=args.top))
     return 0
 
@@ -515,6 +512,13 @@ def port_number(text: str) -> int:
     return int(text)
 
 
+def count(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
+    return int(text)
+
+
 def seconds(text: str) -> float:
     """argparse type: a finite number of seconds > 0."""
     value = positive_seconds(text)
@@ -560,7 +564,7 @@ def parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true")
     describe.add_argument(
         "--top",
-        type=int,
+        type=count,
         default=5,
         help="how many of the best training jobs to list (default 5; refused below 0)",
     )
@@ -661,7 +665,7 @@ def parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--slow-per-mb",
-        type=float,
+        type=seconds,
         default=SLOW_REGEX_SECONDS_PER_MB,
         metavar="SECONDS",
         help=f"flag a regex slower than this per MB of log (default {SLOW_REGEX_SECONDS_PER_MB})",

@@ -21,7 +21,7 @@ from tuner import yaml_text
 from tuner.artifacts import split_s3_uri
 from tuner.errors import ValidationError
 from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
-from tuner.parameters import parameter_from_dict
+from tuner.parameters import parameter_from_dict, plain
 from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
@@ -437,7 +437,7 @@ class TuningJobDefinition(_Strict):
         if not isinstance(data, dict):
             raise ValidationError(f"a tuning job definition must be a mapping, got {data!r:.80}")
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(plain(data))
         except pydantic.ValidationError as exc:
             raise ValidationError(explain(exc)) from None
 

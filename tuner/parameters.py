@@ -106,8 +106,8 @@ class ContinuousParameter:
     def __init__(
         self, min_value: float, max_value: float, scaling_type: str | ScalingType = "Auto"
     ) -> None:
-        lo = _number("min_value", min_value)
-        hi = _number("max_value", max_value)
+        lo = _number("min_value", plain(min_value))
+        hi = _number("max_value", plain(max_value))
         if not lo < hi:
             raise ValidationError(
                 f"min_value < max_value must hold, got min_value={lo:g}, max_value={hi:g}"
@@ -191,6 +191,7 @@ class IntegerParameter:
     def __init__(
         self, min_value: int, max_value: int, scaling_type: str | ScalingType = "Auto"
     ) -> None:
+        min_value, max_value = plain(min_value), plain(max_value)
         pair: tuple[tuple[str, Any], ...] = (("min_value", min_value), ("max_value", max_value))
         for name, v in pair:
             whole_float = isinstance(v, float) and v.is_integer()
@@ -280,6 +281,19 @@ class IntegerParameter:
         }
 
 
+def plain(value: Any) -> Any:
+    """``value`` with NumPy scalars (``np.int64(3)``, ``np.float32``, ``np.bool_``) made the
+    Python numbers they hold, containers walked: values computed with NumPy are accepted as
+    the numbers they are."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
 def argv_word(value: Any) -> str:
     """A hyperparameter value as one argv word, as every launcher passes it: floats in full
     precision (``repr``), booleans as ``true``/``false``, anything else as ``str``."""
@@ -306,6 +320,7 @@ class CategoricalParameter:
             raise ValidationError(f"values must be a list of choices, got {values!r}")
         if len(values) == 0:
             raise ValidationError("values must hold at least one choice, got an empty list")
+        values = [plain(v) for v in values]
         positions: dict[tuple[type, Any], int] = {}
         for i, v in enumerate(values):
             if not isinstance(v, str | int | float | bool):

@@ -16,11 +16,13 @@ the value); ``fit`` records the tuning job in the store before anything is launc
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -343,7 +345,20 @@ class HyperparameterTuner:
             daemon=True,
         )
         self._thread.start()
+        atexit.register(self._warn_if_left_running)
         return self
+
+    def _warn_if_left_running(self) -> None:
+        """At the interpreter's exit: a ``fit(wait=False)`` still running is left (its thread
+        dies with the process, its training jobs run on unwatched), so say how to go on."""
+        if self._thread is not None and self._thread.is_alive():
+            print(
+                f"tuner: this process ends while tuning job {self.name} still runs in it: its "
+                f"training jobs run on unwatched; `tuner resume {self.name}` continues it "
+                f"(once its lease has run out), `tuner stop {self.name}` stops them "
+                "(call wait() before the end to avoid this)",
+                file=sys.stderr,
+            )
 
     def resume(self, on_event: EventHandler | None = None) -> HyperparameterTuner:
         """Continue an attached tuning job that no process runs any more (its process died):
