@@ -86,7 +86,9 @@ def test_nothing_to_recover_for_a_job_never_started(tmp_path):
 def test_a_tuner_that_died_between_opening_the_log_and_starting_the_job_starts_it_again(tmp_path):
     """An empty log, no status, no process: nothing ran (seen in CI: the service was killed
     just then and the job was recorded Failed with an unknown exit status). A log with output
-    and no status is a job that ran and whose wrapper was killed: it is taken as ended."""
+    and no status is a job that ran and whose wrapper was killed with it (a reboot, a kill of
+    every process): not adopted, so the scheduler records it interrupted and runs it again;
+    with its wrapper's status it is adopted as ended."""
     job = spec(tmp_path, "pass")
     job.workdir.mkdir(parents=True)
     (job.workdir / LOG_FILE).write_bytes(b"")
@@ -94,9 +96,11 @@ def test_a_tuner_that_died_between_opening_the_log_and_starting_the_job_starts_i
     (job.workdir / LOG_FILE).write_bytes(b"epoch 1\n")
     launcher = LocalLauncher()
     handle = launcher.recover(job)
-    assert handle == f"local:0:0:{job.name}" and launcher.adopt(handle, job)
+    assert handle == f"local:0:0:{job.name}" and not launcher.adopt(handle, job)
+    (job.workdir / "exit_code").write_text("3")
+    assert launcher.adopt(handle, job)
     status = launcher.poll(handle)
-    assert not status.running and status.exit_code is None
+    assert not status.running and status.exit_code == 3
 
 
 def test_a_working_directory_that_does_not_exist_is_named(tmp_path):
