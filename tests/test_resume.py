@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
 from tuner import TrainingStatus, TuningJobDefinition, TuningStatus
+from tuner.errors import LauncherUnavailable
+from tuner.launchers import LocalLauncher
 from tuner.scheduler import INTERRUPTED, Scheduler
 from tuner.storage import Store
 
@@ -336,3 +338,66 @@ def test_stop_from_python_ends_a_tuning_job_whose_process_died(tmp_path, sqlite_
     assert time.monotonic() - began < 15  # the jobs were stopped, not waited out
     jobs = store.list_training_jobs("resume")
     assert len(jobs) == 2 and all(j.status is TrainingStatus.STOPPED for j in jobs)
+
+
+class _EngineAway(LocalLauncher):
+    """A local launcher whose engine does not answer for its first ``away`` starts or adopts
+    (the real failures are tested with each launcher: test_docker, test_slurm)."""
+
+    def __init__(self, starts: int = 0, adopts: int = 0) -> None:
+        super().__init__()
+        self.starts, self.adopts = starts, adopts
+
+    def start(self, spec):
+        if self.starts:
+            self.starts -= 1
+            raise LauncherUnavailable("the engine did not answer")
+        return super().start(spec)
+
+    def adopt(self, handle, spec, gpus=None):
+        if self.adopts:
+            self.adopts -= 1
+            raise LauncherUnavailable("the engine did not answer")
+        return super().adopt(handle, spec, gpus)
+
+
+def test_a_start_the_engine_did_not_answer_runs_again_without_using_the_budget(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """A Docker engine restarting while a job starts crashed the tuner (requests'
+    ConnectionError) and failed the tuning job, one job left Pending for good."""
+    from tuner import scheduler
+
+    monkeypatch.setattr(scheduler, "LAUNCH_RETRY_SECONDS", 0.5)
+    d = definition(tmp_path, sleep=0.0, max_jobs=3, max_parallel_jobs=2)
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", d.to_json())
+    began = time.monotonic()
+    record = Scheduler(d, "resume", store, launcher=_EngineAway(starts=2)).run()
+    assert time.monotonic() - began >= 1.0  # each refusal paused launching (not a tight loop)
+    assert record.status is TuningStatus.COMPLETED, record.failure_reason
+    jobs = store.list_training_jobs("resume")
+    not_started = [j for j in jobs if j.status is TrainingStatus.STOPPED]
+    assert len(not_started) == 2
+    assert {j.failure_reason for j in not_started} == {"not started: the engine did not answer"}
+    assert sum(j.status is TrainingStatus.COMPLETED for j in jobs) == 3  # the budget kept
+    assert not_started[0].hyperparameters in [j.hyperparameters for j in jobs[2:]]  # rerun
+
+
+def test_a_resume_the_engine_did_not_answer_leaves_the_tuning_job_as_it_was(tmp_path, sqlite_url):
+    """slurmctld restarting while `tuner resume` re-attached: the tuning job was recorded
+    Failed (internal error) and its jobs, which ran on, stayed InProgress for ever."""
+    from tuner.errors import LauncherUnavailable
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=1.0, max_jobs=1, max_parallel_jobs=1)
+    run_one_job_unwatched(store, d)
+    assert store.claim_tuning_job("resume", "second", ttl=30)
+    away = Scheduler(d, "resume", Store(sqlite_url), owner="second", launcher=_EngineAway(adopts=1))
+    with pytest.raises(LauncherUnavailable, match="was left as it was: resume it once"):
+        away.run()
+    assert store.get_tuning_job("resume").status is TuningStatus.IN_PROGRESS
+    assert store.list_training_jobs("resume")[0].status is TrainingStatus.IN_PROGRESS
+    record = Scheduler(d, "resume", Store(sqlite_url), owner="second").run()  # it answers
+    assert record.status is TuningStatus.COMPLETED
+    assert store.list_training_jobs("resume")[0].status is TrainingStatus.COMPLETED

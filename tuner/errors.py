@@ -29,3 +29,8 @@ class StoreUnavailable(StorageError):
 class LeaseLost(TunerError):
     """Another process holds the tuning job's lease now (it took over after the lease ran out);
     the caller must leave the tuning job and its training jobs to that process."""
+
+
+class LauncherUnavailable(LaunchError):
+    """The launcher's engine or cluster controller did not answer (a Docker engine or slurmctld
+    restarting): nothing was started or decided; the same call may succeed later."""

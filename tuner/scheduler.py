@@ -60,7 +60,7 @@ from typing import Any
 
 from tuner.artifacts import ArtifactUploader
 from tuner.definition import TuningJobDefinition
-from tuner.errors import LaunchError, LeaseLost, StoreUnavailable
+from tuner.errors import LaunchError, LauncherUnavailable, LeaseLost, StoreUnavailable
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
@@ -80,6 +80,7 @@ log = logging.getLogger("tuner.scheduler")
 
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
+LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer
 MIN_SLEEP = 0.005
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
@@ -214,6 +215,7 @@ class Scheduler:
         self._upload_pool: ThreadPoolExecutor | None = None
         self._last_stop_check = 0.0
         self._deadline: float | None = None  # epoch seconds, from max_tuning_runtime in run()
+        self._launch_paused_until = 0.0  # monotonic; set when the launcher was unavailable
 
     # The loop
 
@@ -240,6 +242,14 @@ class Scheduler:
                 f"{exc}; tuning job {self.name!r} was left as it was, with its "
                 f"{len(self.running)} training jobs still running: resume it once the store "
                 "answers (tuner resume; a service does so by itself)"
+            ) from None
+        except LauncherUnavailable as exc:  # on re-attaching: nothing can be told of the jobs
+            self.launcher.close()
+            self.tracker.close(None)
+            raise LauncherUnavailable(
+                f"{exc}; tuning job {self.name!r} was left as it was: resume it once the "
+                "engine answers and its lease has run out (tuner resume; a service does so by "
+                "itself)"
             ) from None
         except KeyboardInterrupt:
             self._shutdown()
@@ -384,14 +394,17 @@ class Scheduler:
         slots = self.launcher.free_slots(self.definition.job_definition.gpus_per_job)
         if slots is not None:
             free = min(free, slots)
-        if free <= 0:
+        if free <= 0 or time.monotonic() < self._launch_paused_until:
             return False
         self._renew_lease()  # right before launching: never two launchers for one tuning job
         configs = [self.reruns.pop(0) for _ in range(min(free, len(self.reruns)))]
         if len(configs) < free and not self.strategy.exhausted:
             configs += self.strategy.ask(free - len(configs))
             self._record_strategy_state()
-        for config in configs:
+        for i, config in enumerate(configs):
+            if time.monotonic() < self._launch_paused_until:  # the engine went away meanwhile
+                self.reruns.extend(configs[i:])
+                break
             self.last_number += 1
             began = time.monotonic()
             lease = (self.owner, self.lease_seconds) if self.owner is not None else None
@@ -438,6 +451,15 @@ class Scheduler:
         (spec.workdir / "output").mkdir(parents=True, exist_ok=True)
         try:
             handle = self.launcher.start(spec)
+        except LauncherUnavailable as exc:  # not started: run it again later, budget kept
+            self.launched -= 1
+            self._launch_paused_until = time.monotonic() + LAUNCH_RETRY_SECONDS
+            ended = self.store.finish_training_job(
+                job.name, TrainingStatus.STOPPED, failure_reason=f"not started: {exc}"
+            )
+            self.reruns.append(job.hyperparameters)
+            self._emit("ended", ended)
+            return
         except LaunchError as exc:
             ended = self.store.finish_training_job(
                 job.name, TrainingStatus.FAILED, failure_reason=str(exc)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuner.definition import TuningJobDefinition, check_working_directory
-from tuner.errors import StoreUnavailable, ValidationError
+from tuner.errors import LauncherUnavailable, StoreUnavailable, ValidationError
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
@@ -160,7 +160,8 @@ class TuningService:
                 lease_seconds=self.lease_seconds,
                 detach_event=detach,
             ).run()
-        except StoreUnavailable as exc:  # its lease runs out; a scan resumes it once it answers
+        except (StoreUnavailable, LauncherUnavailable) as exc:  # its lease runs out; a later
+            # scan resumes it once the database or the engine answers
             log.error("tuning job %s: %s", name, exc)
         except Exception as exc:
             log.exception("tuning job %s failed", name)

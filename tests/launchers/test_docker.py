@@ -261,3 +261,49 @@ def test_an_engine_that_stops_answering_ends_its_jobs_saying_so(launcher, tmp_pa
     assert status.note is not None and "did not answer for 0.5s" in status.note
     assert "connection refused (engine stopped)" in status.note
     launcher.client.containers.get(container.id).remove(force=True)
+
+
+def test_an_engine_away_at_a_start_launches_nothing_until_it_answers(
+    launcher, tmp_path, docker_image
+):
+    """A start while the engine restarted raised requests' ConnectionError through the tuner
+    (the tuning job Failed), and the container the engine had created stayed behind. Now the
+    start is LauncherUnavailable, no slot is offered until a ping answers, and what was left
+    is removed then."""
+    import docker
+
+    from tuner.errors import LauncherUnavailable
+
+    engine = launcher.client
+    free = launcher.free_slots(1)
+    gone = f"unix://{tmp_path}/no-engine.sock"
+    launcher.client = docker.DockerClient(base_url=gone, version=engine.api.api_version)
+    spec = LaunchSpec("away", [PYTHON, "-c", "print(1)"], tmp_path / "away")
+    with pytest.raises(LauncherUnavailable, match="the Docker engine did not answer"):
+        launcher.start(spec)
+    assert launcher.free_slots(1) == 0
+    left = engine.containers.create(docker_image, [PYTHON, "-c", "0"], labels={LABEL: "away"})
+    launcher.client = engine  # it answers again
+    assert launcher.free_slots(1) == free
+    assert not engine.containers.list(all=True, filters={"id": left.id})
+
+
+def test_a_re_attached_container_keeps_its_gpu_slot(launcher, tmp_path, monkeypatch, docker_host):
+    """Recovered after a crash between its start and its record, a container was adopted
+    without its GPU: the slot looked free and a fifth quarter-GPU job could start on it."""
+    from tuner.launchers.docker import DockerLauncher
+
+    monkeypatch.setattr(launcher, "device_requests", lambda gpus: [])  # no NVIDIA runtime here
+    spec = LaunchSpec(
+        "gpu", [PYTHON, "-c", "import time; time.sleep(30)"], tmp_path / "g", gpus_per_job=1
+    )
+    handle = launcher.start(spec)
+    assert launcher.free_slots(1) == 2
+    again = DockerLauncher(launcher.image, docker_host=docker_host, gpus=["0", "1", "2"])
+    try:
+        assert again.recover(spec) == handle and again.adopt(handle, spec, None)
+        assert again.free_slots(1) == 2 and again.poll(handle).gpus == "0"
+    finally:
+        again.stop(handle)
+        again.close()
+    launcher.client.containers.get(handle.split(":", 1)[1]).remove(force=True)

@@ -351,3 +351,28 @@ def test_early_stopping_cancels_slurm_jobs(tmp_path, sqlite_url):
     check_median_outcome(jobs, epochs=12)
     queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True)
     assert not set(queue.stdout.split()) & {j.name for j in jobs}  # none left running
+
+
+def test_a_controller_that_does_not_answer_is_unavailable_not_an_error(
+    tmp_path, slurm_conf, monkeypatch
+):
+    """slurmctld restarting while `tuner resume` re-attached: scontrol's "Unable to contact
+    slurm controller" was a LaunchError, and the tuning job was recorded Failed. It is now
+    LauncherUnavailable (the scheduler leaves the tuning job as it was); other refusals stay
+    LaunchError."""
+    from tuner.errors import LaunchError, LauncherUnavailable
+
+    conf = Path(slurm_conf).read_text()
+    dead = re.sub(r"(?m)^SlurmctldPort=.*$", "SlurmctldPort=1", conf)
+    dead = re.sub(r"(?m)^MessageTimeout=.*\n", "", dead) + "MessageTimeout=1\n"
+    (tmp_path / "slurm.conf").write_text(dead)
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    spec = LaunchSpec("away", ["true"], tmp_path / "away")
+    with pytest.raises(LauncherUnavailable, match="Unable to contact slurm controller"):
+        SlurmLauncher().adopt("slurm:12345:away", spec)
+    with pytest.raises(LauncherUnavailable, match="sbatch refused job away"):
+        SlurmLauncher().start(spec)
+    monkeypatch.setenv("SLURM_CONF", slurm_conf)
+    with pytest.raises(LaunchError, match="sbatch refused") as refused:
+        SlurmLauncher(partition="no-such-partition").start(spec)
+    assert not isinstance(refused.value, LauncherUnavailable)

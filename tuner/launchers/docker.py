@@ -32,13 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.errors import LaunchError, ValidationError
+from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
 
 LABEL = "tuner.training-job"
+GPU_LABEL = "tuner.gpus"  # the GPU ids a container was given, for a tuner that re-attaches
 LOG_DRAIN_STALL = 30.0  # seconds without log growth after which an ended job's copy gives up
 ENGINE_PATIENCE = 120.0  # seconds an unanswering engine is waited for, per job
 
@@ -94,6 +95,8 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self.user = user or f"{os.getuid()}:{os.getgid()}"
         self.parallel_jobs = parallel_jobs
         self._engine_cores: int | None = None
+        self._engine_away = False  # a start found the engine not answering
+        self._unremoved: set[str] = set()  # jobs whose containers could not be removed
         try:
             self.client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else (docker.from_env())
@@ -103,7 +106,25 @@ class DockerLauncher(TrackedLauncher[_Container]):
             raise LaunchError(f"cannot reach the Docker engine: {exc}") from None
 
     def free_slots(self, gpus_per_job: float) -> int | None:
+        """GPU slots free; none while the engine does not answer (a start failed for that and
+        a ping still fails): nothing is launched into an engine that is away."""
+        if self._engine_away:
+            try:
+                self.client.ping()
+            except Exception:
+                return 0
+            self._engine_away = False
+            self._sweep()
         return self.slots.free(gpus_per_job)
+
+    def _sweep(self) -> None:
+        """Remove the containers left when the engine could not be asked to (best effort)."""
+        import docker
+
+        for name in list(self._unremoved):
+            with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
+                self._remove_by_label(name)
+                self._unremoved.discard(name)
 
     def cores_per_job(self) -> float:
         """The CPUs a job may use: its ``cpus`` limit, else the engine's cores shared fairly."""
@@ -124,11 +145,16 @@ class DockerLauncher(TrackedLauncher[_Container]):
         import docker
 
         spec.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            cores = self.cores_per_job()
+        except _ENGINE_ERRORS as exc:
+            self._engine_away = True
+            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
         mounts = {str(spec.workdir): {"bind": str(spec.workdir), "mode": "rw"}}
         if spec.cwd is not None:
             mounts[str(spec.cwd)] = {"bind": str(spec.cwd), "mode": "rw"}
-        env = {**thread_env(self.cores_per_job(), 1, spec.env), **spec.env}
+        env = {**thread_env(cores, 1, spec.env), **spec.env}
         if spec.shared_dir is not None:
             spec.shared_dir.mkdir(parents=True, exist_ok=True)
             mounts[str(spec.shared_dir)] = {"bind": str(spec.shared_dir), "mode": "rw"}
@@ -151,11 +177,19 @@ class DockerLauncher(TrackedLauncher[_Container]):
                 security_opt=["no-new-privileges"],
                 cap_drop=["ALL"],
                 privileged=False,
-                labels={LABEL: spec.name},
+                labels={LABEL: spec.name, GPU_LABEL: ",".join(gpus)},
             )
+        except _ENGINE_ERRORS as exc:  # it may have been created: removed once it answers
+            self.slots.release(spec.name)
+            self._engine_away = True
+            self._unremoved.add(spec.name)
+            raise LauncherUnavailable(
+                f"the Docker engine did not answer, so job {spec.name} was not started: {exc}"
+            ) from None
         except docker.errors.DockerException as exc:
             self.slots.release(spec.name)
-            self._remove_by_label(spec.name)
+            with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
+                self._remove_by_label(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"docker:{container.id}"
         (spec.workdir / HANDLE_FILE).write_text(handle)
@@ -234,8 +268,12 @@ class DockerLauncher(TrackedLauncher[_Container]):
             job.note = "its container was removed (not by the tuner) before its end was read"
         job.finished = True
         self.slots.release(job.spec.name)
-        with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
+        try:
             job.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except (docker.errors.DockerException, *_ENGINE_ERRORS):
+            self._unremoved.add(job.spec.name)  # removed by a later sweep
         return self._ended(job, job.exit_code)
 
     def _unreachable(self, job: _Container, exc: Exception) -> JobStatus:
@@ -270,18 +308,27 @@ class DockerLauncher(TrackedLauncher[_Container]):
             container = self.client.containers.get(container_id)
         except docker.errors.DockerException:
             return False
+        except _ENGINE_ERRORS as exc:
+            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
         started = container.attrs["State"].get("StartedAt", "")
         age = _age_seconds(started)
-        taken = self.slots.take_these(spec.name, [g for g in (gpus or "").split(",") if g])
+        given = gpus or container.labels.get(GPU_LABEL, "")  # recorded, else as started
+        ids = [g for g in given.split(",") if g]
+        taken = self.slots.take_these(spec.name, ids)
         self._register(handle, spec, container, time.monotonic() - age, taken)
         return True
 
     def recover(self, spec: LaunchSpec) -> str | None:
-        found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={spec.name}"})
+        try:
+            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={spec.name}"})
+        except _ENGINE_ERRORS as exc:
+            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
         return f"docker:{found[0].id}" if found else None
 
     def close(self) -> None:
-        """Close the engine connection; log streams of this launcher end with it."""
+        """Remove what is left to remove, then close the engine connection; log streams of
+        this launcher end with it."""
+        self._sweep()
         self.client.close()
 
 

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from tuner.errors import LaunchError, ValidationError
+from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
 from tuner.launchers.tracked import (
@@ -197,7 +197,9 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             return subprocess.run(
                 list(args), capture_output=True, text=True, env=env, timeout=60, check=False
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired:
+            raise LauncherUnavailable(f"{args[0]} did not answer within 60 s") from None
+        except OSError as exc:
             raise LaunchError(f"cannot run {args[0]}: {exc}") from None
 
     def _show(self, job_id: str | None = None) -> list[dict[str, str]]:
@@ -207,7 +209,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if done.returncode != 0:
             if "Invalid job id" in done.stderr:
                 return []
-            raise LaunchError(f"scontrol failed: {done.stderr.strip()[:500]}")
+            raise _failure("scontrol failed", done.stderr)
         return [_fields(line) for line in done.stdout.splitlines() if line.startswith("JobId=")]
 
     def _accounted(self, job_id: str) -> tuple[str, int | None] | None:
@@ -267,7 +269,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         )
         job_id = done.stdout.strip().split(";")[0]
         if done.returncode != 0 or not job_id.isdigit():
-            raise LaunchError(f"sbatch refused job {spec.name}: {done.stderr.strip()[:500]}")
+            raise _failure(f"sbatch refused job {spec.name}", done.stderr)
         handle = f"slurm:{job_id}:{spec.name}"
         write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _SlurmJob(spec, time.monotonic(), job_id=job_id)
@@ -387,6 +389,18 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
                 write_atomically(spec.workdir / HANDLE_FILE, handle)
                 return handle
         return None
+
+
+UNREACHABLE = ("Unable to contact slurm controller", "Socket timed out", "Connection refused")
+
+
+def _failure(what: str, stderr: str) -> LaunchError:
+    """A Slurm command's failure: ``LauncherUnavailable`` when slurmctld did not answer (it
+    restarts; the same call may succeed later), else ``LaunchError``."""
+    text = f"{what}: {stderr.strip()[:500]}"
+    if any(sign in stderr for sign in UNREACHABLE):
+        return LauncherUnavailable(text)
+    return LaunchError(text)
 
 
 def _expand_indices(text: str) -> list[str]:
