@@ -15,7 +15,7 @@ Exit codes: 0 finished (or stopped early by ``--patience``), 2 bad arguments or 
 Outputs in ``--output_dir`` (default ``$TUNER_OUTPUT_DIR`` or ``./output``; ``s3://`` uploads
 them): ``model.pt``, ``metrics.json``, and ``model.onnx`` with ``--onnx``. With
 ``--checkpoint_dir``, every epoch is checkpointed and a restarted job resumes after its last
-completed epoch.
+completed epoch, if its ``RUN_ARGUMENTS`` are those the checkpoint records (else exit 2).
 
 On a GPU: bf16 autocast, channels_last, fused SGD, the dataset held on the GPU with
 augmentation done there, the memory capped at ``TUNER_GPU_FRACTION`` of the GPU when trials
@@ -69,6 +69,21 @@ EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_OUTPUT = 4  # trained, but the model could not be written to --output_dir
 CHECK_EVERY = 50  # steps between checks for a NaN or infinite loss (each check waits for the GPU)
+# What a checkpoint's run was trained with; a restart must give the same values. --epochs,
+# --patience, --data_dir and the arguments of where and how it runs may change.
+RUN_ARGUMENTS = (
+    "learning_rate",
+    "momentum",
+    "wd",
+    "batch_size",
+    "warmup_epochs",
+    "lr_schedule",
+    "poly_power",
+    "seed",
+    "dataset",
+    "validation_fraction",
+    "stem",
+)
 
 
 def process_started_at() -> float:
@@ -228,6 +243,37 @@ class OutputError(RuntimeError):
     """The trained model could not be written where --output_dir says."""
 
 
+class CheckpointError(ValueError):
+    """A checkpoint this run cannot resume; the message names the file and the reason."""
+
+
+def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments a checkpoint records (``RUN_ARGUMENTS``) and a restart must repeat."""
+    return {name: getattr(args, name) for name in RUN_ARGUMENTS}
+
+
+def check_run_arguments(state: dict[str, Any], args: argparse.Namespace, path: Path) -> None:
+    """``CheckpointError`` naming every argument whose value differs from the checkpoint's;
+    a checkpoint without its arguments is refused, as nothing shows it belongs to this run."""
+    stored = state.get("arguments")
+    if not isinstance(stored, dict):
+        raise CheckpointError(
+            f"checkpoint {path} records no run arguments (written by an older trainer), so "
+            "it may belong to another run; delete it to start afresh"
+        )
+    ours = run_arguments(args)
+    differ = [
+        f"--{name} {stored.get(name)!r} there, {ours[name]!r} here"
+        for name in RUN_ARGUMENTS
+        if stored.get(name) != ours[name]
+    ]
+    if differ:
+        raise CheckpointError(
+            f"checkpoint {path} is of a run with other arguments: {'; '.join(differ)} "
+            "(give the same values, or another --checkpoint_dir)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     started_at = process_started_at()
     args = parse_args(argv)
@@ -292,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt" if args.checkpoint_dir else None
     if checkpoint is not None and checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=False)
+        try:
+            check_run_arguments(state, args, checkpoint)
+        except CheckpointError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, best_loss, stale = state["epoch"] + 1, state["best_loss"], state["stale"]
@@ -383,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                     "best_loss": best_loss,
                     "stale": stale,
                     "history": history,
+                    "arguments": run_arguments(args),
                 },
                 tmp,
             )
