@@ -171,6 +171,18 @@ def learning_rate_at(
     return base
 
 
+def epoch_lines(record: dict[str, Any]) -> list[str]:
+    """An epoch's metric lines, in the classic format the tuner's regexes read."""
+    epoch = record["epoch"]
+    return [
+        f"[Epoch {epoch}] training: accuracy={record['train_accuracy']:.4f} "
+        f"loss={record['train_loss']:.4f}",
+        f"[Epoch {epoch}] validation: accuracy={record['validation_accuracy']:.4f} "
+        f"loss={record['validation_loss']:.4f}",
+        f"[Epoch {epoch}] throughput: images/s={record['images_per_second']:.1f}",
+    ]
+
+
 def evaluate(
     model: nn.Module,
     x: torch.Tensor,
@@ -340,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         state = torch.load(checkpoint, map_location=device, weights_only=False)
         try:
             check_run_arguments(state, args, checkpoint)
+            if state["epoch"] + 1 > args.epochs:
+                raise CheckpointError(
+                    f"--epochs {args.epochs} is fewer than the {state['epoch'] + 1} epochs "
+                    f"checkpoint {checkpoint} already completed"
+                )
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -348,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
         start_epoch, best_loss, stale = state["epoch"] + 1, state["best_loss"], state["stale"]
         history = state["history"]
         say(f"resuming from {checkpoint} after epoch {state['epoch']}", flush=True)
+    if history and (start_epoch >= args.epochs or (args.patience and stale >= args.patience)):
+        say(f"nothing left to train after epoch {start_epoch - 1}; its metrics again:")
+        say("\n".join(epoch_lines(history[-1])), flush=True)
+        end_epoch = start_epoch  # outputs only
+    else:
+        end_epoch = args.epochs
     train_model: nn.Module = model
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -365,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         f"data={loaded - imported:.2f} model={built - loaded:.2f}",
         flush=True,
     )
-    for epoch in range(start_epoch, args.epochs):
+    for epoch in range(start_epoch, end_epoch):
         generator.manual_seed(args.seed * 1000 + epoch)
         train_model.train()
         totals = train_step.totals()
@@ -400,10 +423,15 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - began
         train_loss, train_acc = totals.read()
         val_loss, val_acc = evaluate(model, x_val, y_val, normalize, 1024, device)
-        throughput = totals.seen * world / elapsed
-        say(f"[Epoch {epoch}] training: accuracy={train_acc:.4f} loss={train_loss:.4f}")
-        say(f"[Epoch {epoch}] validation: accuracy={val_acc:.4f} loss={val_loss:.4f}")
-        say(f"[Epoch {epoch}] throughput: images/s={throughput:.1f}", flush=True)
+        record = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_accuracy": train_acc,
+            "validation_loss": val_loss,
+            "validation_accuracy": val_acc,
+            "images_per_second": totals.seen * world / elapsed,
+        }
+        say("\n".join(epoch_lines(record)), flush=True)
         if not math.isfinite(val_loss):
             print(
                 f"error: the validation loss became {val_loss} at epoch {epoch}; stopping",
@@ -411,16 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             return EXIT_DIVERGED
-        history.append(
-            {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                "train_accuracy": train_acc,
-                "validation_loss": val_loss,
-                "validation_accuracy": val_acc,
-                "images_per_second": throughput,
-            }
-        )
+        history.append(record)
         stale = 0 if val_loss < best_loss else stale + 1
         best_loss = min(best_loss, val_loss)
         if checkpoint is not None and rank == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -68,3 +69,43 @@ def test_a_checkpoint_without_its_arguments_is_refused(trained, checkpoint, caps
     capsys.readouterr()
     assert run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 2
     assert "records no run arguments" in capsys.readouterr().err
+
+
+def test_a_finished_run_reports_its_last_epoch_again_and_writes_its_outputs(
+    trained, checkpoint, tmp_path, capsys
+):
+    """A rerun of a finished run printed no epoch line: the tuner saw no objective."""
+    history = torch.load(checkpoint / "checkpoint.pt", weights_only=False)["history"]
+    capsys.readouterr()
+    code = run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "1",
+               "--output_dir", str(tmp_path / "again"))  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    record = history[-1]
+    assert f"[Epoch 0] validation: accuracy={record['validation_accuracy']:.4f} " in out
+    assert "[Epoch 0] training: accuracy=" in out and "[Epoch 0] throughput: images/s=" in out
+    metrics = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    assert metrics["final"] == record and (tmp_path / "again" / "model.pt").exists()
+
+
+def test_fewer_epochs_than_the_checkpoint_completed_are_refused(trained, checkpoint, capsys):
+    path = checkpoint / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    state["epoch"] = 2  # as if it had completed 3
+    torch.save(state, path)
+    capsys.readouterr()
+    assert run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 2
+    assert f"--epochs 2 is fewer than the 3 epochs checkpoint {path}" in capsys.readouterr().err
+
+
+def test_a_run_stopped_by_patience_stays_stopped(trained, checkpoint, capsys):
+    """It resumed and trained more epochs."""
+    path = checkpoint / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    state["stale"] = 1
+    torch.save(state, path)
+    capsys.readouterr()
+    code = run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "3",
+               "--patience", "1")  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "[Epoch 0] validation" in out and "[Epoch 1]" not in out
