@@ -286,6 +286,49 @@ def check_run_arguments(state: dict[str, Any], args: argparse.Namespace, path: P
         )
 
 
+CHECKPOINT_KEYS = {"model", "optimizer", "epoch", "best_loss", "stale", "history"}
+
+
+def resume(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    args: argparse.Namespace,
+    device: torch.device,
+) -> dict[str, Any]:
+    """The checkpoint at ``path``, loaded into ``model`` and ``optimizer``.
+
+    Raises ``CheckpointError`` (naming the file and the reason) for a file that cannot be read
+    (empty, truncated, not a checkpoint), one of other arguments, one with more epochs done
+    than ``--epochs``, or one whose weights do not fit the model.
+    """
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as exc:  # EOFError, RuntimeError, UnpicklingError...: all unreadable
+        raise CheckpointError(f"cannot read checkpoint {path}: {first_line(exc)}") from None
+    if not isinstance(state, dict) or not state.keys() >= CHECKPOINT_KEYS:
+        raise CheckpointError(f"{path} is not a trainer checkpoint")
+    check_run_arguments(state, args, path)
+    if state["epoch"] + 1 > args.epochs:
+        raise CheckpointError(
+            f"--epochs {args.epochs} is fewer than the {state['epoch'] + 1} epochs "
+            f"checkpoint {path} already completed"
+        )
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        reason = first_line(exc)
+        raise CheckpointError(f"checkpoint {path} does not fit this model: {reason}") from None
+    return state
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     started_at = process_started_at()
     args = parse_args(argv)
@@ -349,19 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     start_epoch, best_loss, stale = 0, math.inf, 0
     checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt" if args.checkpoint_dir else None
     if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
         try:
-            check_run_arguments(state, args, checkpoint)
-            if state["epoch"] + 1 > args.epochs:
-                raise CheckpointError(
-                    f"--epochs {args.epochs} is fewer than the {state['epoch'] + 1} epochs "
-                    f"checkpoint {checkpoint} already completed"
-                )
+            state = resume(checkpoint, model, optimizer, args, device)
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
         start_epoch, best_loss, stale = state["epoch"] + 1, state["best_loss"], state["stale"]
         history = state["history"]
         say(f"resuming from {checkpoint} after epoch {state['epoch']}", flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -109,3 +110,40 @@ def test_a_run_stopped_by_patience_stays_stopped(trained, checkpoint, capsys):
                "--patience", "1")  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and "[Epoch 0] validation" in out and "[Epoch 1]" not in out
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("empty", "cannot read checkpoint .*checkpoint.pt: EOFError"),
+        ("truncated", r"cannot read checkpoint .*checkpoint.pt: \w+Error"),
+        ("not a checkpoint", "checkpoint.pt is not a trainer checkpoint"),
+        ("other weights", "checkpoint .*checkpoint.pt does not fit this model: RuntimeError"),
+    ],
+)
+def test_a_corrupt_or_incompatible_checkpoint_is_one_line_naming_it(
+    trained, checkpoint, damage, reason, capsys
+):
+    """Each crashed with a traceback (exit 1)."""
+    path = checkpoint / "checkpoint.pt"
+    if damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:5000])
+    elif damage == "not a checkpoint":
+        torch.save([1, 2, 3], path)
+    else:  # as if written by a model of another stem, under the same recorded arguments
+        state = torch.load(path, weights_only=False)
+        state["model"]["conv1.weight"] = torch.zeros(64, 3, 3, 3)
+        torch.save(state, path)
+    capsys.readouterr()
+    assert run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(f"error: .*{reason}.*\n", err), err
+
+
+def test_a_checkpoint_of_the_other_stem_is_refused(trained, checkpoint, capsys):
+    common = [a if a != "imagenet" else "cifar" for a in trained[1]]
+    capsys.readouterr()
+    assert run(*common, "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 2
+    assert "--stem 'imagenet' there, 'cifar' here" in capsys.readouterr().err
