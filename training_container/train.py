@@ -11,7 +11,8 @@ and, before the first step, ``startup: seconds=2.91 imports=2.10 data=0.35 model
 the process's start; with ``--compile`` also ``compile: seconds=...``, the first step).
 
 Exit codes: 0 finished (or stopped early by ``--patience``), 2 bad arguments or no data,
-3 the loss became NaN or infinite (checked every ``CHECK_EVERY`` steps and at each epoch's end).
+3 the loss became NaN or infinite (checked every ``CHECK_EVERY`` steps and at each epoch's end),
+4 the outputs could not be written (a local ``--output_dir`` is checked before training).
 Outputs in ``--output_dir`` (default ``$TUNER_OUTPUT_DIR`` or ``./output``; ``s3://`` uploads
 them): ``model.pt``, ``metrics.json``, and ``model.onnx`` with ``--onnx``. With
 ``--checkpoint_dir``, every epoch is checkpointed and a restarted job resumes after its last
@@ -222,14 +223,31 @@ def save_outputs(
         _write_outputs(Path(output_dir), model, history, onnx, device)
 
 
+def prepare_output_dir(output_dir: str) -> None:
+    """Create a local ``output_dir`` and write a file there, so that a folder that cannot take
+    the outputs is found before training (``OutputError``); an s3:// prefix is checked when
+    written."""
+    if output_dir.startswith("s3://"):
+        return
+    try:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output_dir):
+            pass
+    except OSError as exc:
+        raise OutputError(f"cannot write to --output_dir {output_dir}: {first_line(exc)}") from None
+
+
 def _write_outputs(
     local: Path, model: nn.Module, history: list[dict[str, Any]], onnx: bool, device: torch.device
 ) -> None:
-    local.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), local / "model.pt")
-    (local / "metrics.json").write_text(
-        json.dumps({"epochs": history, "final": history[-1] if history else None}, indent=1)
-    )
+    try:
+        local.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), local / "model.pt")
+        (local / "metrics.json").write_text(
+            json.dumps({"epochs": history, "final": history[-1] if history else None}, indent=1)
+        )
+    except (OSError, RuntimeError) as exc:  # torch.save raises RuntimeError for a bad path
+        raise OutputError(f"cannot write the outputs to {local}: {first_line(exc)}") from None
     if onnx:
         model.eval()
         example = torch.zeros(1, 3, 32, 32, device=device)
@@ -356,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     say = print if rank == 0 else (lambda *a, **k: None)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if rank == 0:
+        try:
+            prepare_output_dir(args.output_dir)
+        except OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_OUTPUT
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     imported = time.time()
