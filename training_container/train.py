@@ -149,6 +149,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         (0 <= warmup < math.inf, f"--warmup_epochs must be >= 0 and finite, got {warmup}"),
         (args.patience >= 0, f"--patience must be >= 0, got {args.patience}"),
         (args.threads >= 0, f"--threads must be >= 0 (0: torch's default), got {args.threads}"),
+        (0 <= args.seed < 2**32, f"--seed must be in 0..{2**32 - 1}, got {args.seed}"),
     ]
     for ok, message in checks:
         if not ok:

@@ -1,0 +1,22 @@
+"""Arguments the trainer refuses before it starts: exit 2, one line naming the rule and value."""
+
+from __future__ import annotations
+
+import pytest
+
+from training_container.train import parse_args
+
+
+def refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The error line of arguments that must be refused with exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        parse_args(list(argv))
+    assert exited.value.code == 2
+    return capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_a_seed_numpy_cannot_take_is_refused(capsys, seed):
+    """np.random.seed crashed with a traceback."""
+    assert f"--seed must be in 0..4294967295, got {seed}" in refusal(capsys, "--seed", seed)
+    assert parse_args(["--seed", str(2**32 - 1)]).seed == 2**32 - 1
