@@ -9,6 +9,7 @@ torch does. A CUDA device is always returned with its index: torch's per-device 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,15 +29,14 @@ def choose_device(
     """``requested`` (``cpu``, ``cuda``, ``cuda:1``), or CUDA when available, else the CPU.
 
     A CUDA device without an index gets one: ``local_rank`` under ``torchrun`` with several
-    processes, otherwise the current device. Raises ``DeviceError`` for an unknown name or a
-    CUDA request on a machine without CUDA.
+    processes, otherwise the current device. Raises ``DeviceError`` for any other name (``mps``,
+    ``meta``, ``cpu:0``...) or a CUDA request on a machine without CUDA.
     """
     name = requested or ("cuda" if cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError as exc:
-        raise DeviceError(f"--device must be cpu, cuda or cuda:N, got {name!r}") from exc
-    if device.type != "cuda":
+    if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", name):
+        raise DeviceError(f"--device must be cpu, cuda or cuda:N, got {name!r}")
+    device = torch.device(name)
+    if device.type == "cpu":
         return device
     if not cuda.is_available():
         raise DeviceError(f"--device {name} asks for CUDA, and no CUDA device is available")

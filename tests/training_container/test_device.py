@@ -108,3 +108,10 @@ def test_cudnn_autotuning_only_on_runs_long_enough_to_repay_it():
     assert not should_autotune("auto", AUTOTUNE_MIN_STEPS - 1)
     assert should_autotune("auto", AUTOTUNE_MIN_STEPS)
     assert should_autotune("on", 1) and not should_autotune("off", 10**6)
+
+
+@pytest.mark.parametrize("name", ["mps", "meta", "xpu", "cpu:1", "cuda:x"])
+def test_only_the_devices_the_help_names_are_accepted(name):
+    """mps and meta passed and crashed later with a traceback."""
+    with pytest.raises(DeviceError, match=f"--device must be cpu, cuda or cuda:N, got '{name}'"):
+        choose_device(name, cuda=RecordingCuda())
