@@ -185,4 +185,9 @@ def load(
     else:
         raise DataError(f"dataset must be cifar10 or digits, got {dataset!r}")
     x_tr, y_tr, x_val, y_val = split_validation(x_train, y_train, validation_fraction, seed)
+    if len(x_tr) == 0:
+        raise DataError(
+            f"no training images left: {dataset} has {len(x_train)} and validation_fraction "
+            f"{validation_fraction} holds out {len(x_val)} (at least one of each class)"
+        )
     return Splits(x_tr, y_tr, x_val, y_val, x_test, y_test, classes)

@@ -110,3 +110,9 @@ def test_digits_are_32x32_rgb():
     assert splits.x_train.shape[1:] == (3, 32, 32)
     assert len(splits.x_train) + len(splits.x_val) + len(splits.x_test) == 1797
     assert splits.classes == 10
+
+
+def test_no_training_images_left_is_a_data_error():
+    """torch.cat([]) crashed in the first epoch."""
+    with pytest.raises(DataError, match="no training images left: digits has 1257 and "):
+        load("digits", "", 0.999, 0)
