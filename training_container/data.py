@@ -63,6 +63,8 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raw.dtype.kind not in "iu" or (raw.size and (raw.min() < 0 or raw.max() > 255))
     ):  # astype would wrap 300 to 44 and cut 0.5 to 0 without a word
         raise DataError(f"{path}: pixels must be whole numbers 0-255, got {raw.dtype} data")
+    if len(data) == 0:
+        raise DataError(f"{path}: the batch holds no images")
     if len(data) != len(labels):
         raise DataError(f"{path}: {len(data)} images but {len(labels)} labels")
     if len(labels) and (labels.min() < 0 or labels.max() >= CLASSES):

@@ -116,3 +116,14 @@ def test_no_training_images_left_is_a_data_error():
     """torch.cat([]) crashed in the first epoch."""
     with pytest.raises(DataError, match="no training images left: digits has 1257 and "):
         load("digits", "", 0.999, 0)
+
+
+def test_a_batch_of_no_images_is_refused_naming_it(tmp_path):
+    """It was accepted, though the README says an empty batch is refused."""
+    import pickle
+
+    folder = write_cifar(tmp_path / "d")
+    empty = {b"data": np.zeros((0, 3072), np.uint8), b"labels": []}
+    (folder / "data_batch_2").write_bytes(pickle.dumps(empty))
+    with pytest.raises(DataError, match="data_batch_2: the batch holds no images"):
+        load_cifar10(str(folder))
