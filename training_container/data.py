@@ -54,8 +54,7 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         with open(path, "rb") as f:
             batch = pickle.load(f, encoding="bytes")
         raw = np.asarray(batch[b"data"])
-        data = raw.astype(np.uint8).reshape(-1, 3, 32, 32)
-        labels = np.asarray(batch[b"labels"], dtype=np.int64)
+        raw_labels = np.asarray(batch[b"labels"])
     except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError) as exc:
         # an empty file (EOFError), a pickle of something else (TypeError) ...
         raise DataError(f"{path} is not a CIFAR-10 python batch: {exc!r:.200}") from None
@@ -63,8 +62,14 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raw.dtype.kind not in "iu" or (raw.size and (raw.min() < 0 or raw.max() > 255))
     ):  # astype would wrap 300 to 44 and cut 0.5 to 0 without a word
         raise DataError(f"{path}: pixels must be whole numbers 0-255, got {raw.dtype} data")
+    if raw.ndim != 2 or raw.shape[1] != 3 * 32 * 32:  # HWC images were reshaped silently
+        raise DataError(f"{path}: data must be N x 3072 (channel-major 32x32), got {raw.shape}")
+    data = raw.astype(np.uint8).reshape(-1, 3, 32, 32)
     if len(data) == 0:
         raise DataError(f"{path}: the batch holds no images")
+    if raw_labels.ndim != 1 or raw_labels.dtype.kind not in "iu":  # 0.7 was cut to 0
+        raise DataError(f"{path}: labels must be a list of whole numbers, got {raw_labels!r:.80}")
+    labels = raw_labels.astype(np.int64)
     if len(data) != len(labels):
         raise DataError(f"{path}: {len(data)} images but {len(labels)} labels")
     if len(labels) and (labels.min() < 0 or labels.max() >= CLASSES):

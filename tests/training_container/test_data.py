@@ -41,6 +41,15 @@ def test_missing_data_says_where_it_looked(tmp_path):
             "pixels must be whole numbers 0-255, got float64 data",
         ),
         ({b"data": np.full((1, 3072), 300), b"labels": [0]}, "pixels must be whole numbers"),
+        (
+            {b"data": np.zeros((2, 32, 32, 3), np.uint8), b"labels": [0, 1]},
+            r"data must be N x 3072 \(channel-major 32x32\), got \(2, 32, 32, 3\)",
+        ),
+        ({b"data": np.zeros(3072, np.uint8), b"labels": [0]}, r"got \(3072,\)"),
+        (
+            {b"data": np.zeros((1, 3072), np.uint8), b"labels": [0.7]},
+            "labels must be a list of whole numbers",
+        ),
     ],
 )
 def test_a_corrupt_batch_is_refused_naming_it(tmp_path, batch, message):
