@@ -139,7 +139,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if present)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     args = p.parse_args(argv)
-    lr, warmup = args.learning_rate, args.warmup_epochs
+    lr, warmup, power = args.learning_rate, args.warmup_epochs, args.poly_power
     checks = [
         (0 < lr < math.inf, f"--learning_rate must be > 0 and finite, got {lr}"),
         (0 <= args.momentum < 1, f"--momentum must be in [0, 1), got {args.momentum}"),
@@ -150,6 +150,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         (args.patience >= 0, f"--patience must be >= 0, got {args.patience}"),
         (args.threads >= 0, f"--threads must be >= 0 (0: torch's default), got {args.threads}"),
         (0 <= args.seed < 2**32, f"--seed must be in 0..{2**32 - 1}, got {args.seed}"),
+        (0 < args.poly_power < math.inf, f"--poly_power must be > 0 and finite, got {power}"),
     ]
     for ok, message in checks:
         if not ok:

@@ -20,3 +20,10 @@ def test_a_seed_numpy_cannot_take_is_refused(capsys, seed):
     """np.random.seed crashed with a traceback."""
     assert f"--seed must be in 0..4294967295, got {seed}" in refusal(capsys, "--seed", seed)
     assert parse_args(["--seed", str(2**32 - 1)]).seed == 2**32 - 1
+
+
+@pytest.mark.parametrize("power", ["nan", "-1.0", "inf", "0.0"])
+def test_a_poly_power_that_is_not_finite_and_positive_is_refused(capsys, power):
+    """nan exited 3 as a divergence, a negative power made the rate grow, inf zeroed it."""
+    message = f"--poly_power must be > 0 and finite, got {power}"
+    assert message in refusal(capsys, "--poly_power", power)
