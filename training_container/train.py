@@ -37,8 +37,11 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -349,6 +352,37 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
+EXIT_SIGTERM = 143  # 128 + SIGTERM, as a shell reports a process that SIGTERM ended
+_sigterm = {"deferring": False, "pending": False}
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM, with which the tuner stops a trial, a normal exit (``EXIT_SIGTERM``), so
+    that cleanup runs: ``finally`` blocks, and atexit's removal of data downloaded from s3://.
+    Inside ``sigterm_deferred`` the exit waits for the block's end."""
+
+    def stop(signum: int, frame: Any) -> None:
+        if _sigterm["deferring"]:
+            _sigterm["pending"] = True
+        else:
+            raise SystemExit(EXIT_SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+@contextmanager
+def sigterm_deferred() -> Iterator[None]:
+    """A SIGTERM during the block ends the process after it, so a checkpoint write is never
+    left half-done (a signal mask would not do: torch's threads receive it as well)."""
+    _sigterm["deferring"] = True
+    try:
+        yield
+    finally:
+        _sigterm["deferring"] = False
+        if _sigterm["pending"]:
+            raise SystemExit(EXIT_SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     started_at = process_started_at()
     args = parse_args(argv)
@@ -506,19 +540,20 @@ def main(argv: list[str] | None = None) -> int:
         if checkpoint is not None and rank == 0:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
             tmp = checkpoint.with_suffix(".tmp")
-            torch.save(
-                {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "epoch": epoch,
-                    "best_loss": best_loss,
-                    "stale": stale,
-                    "history": history,
-                    "arguments": run_arguments(args),
-                },
-                tmp,
-            )
-            tmp.replace(checkpoint)
+            with sigterm_deferred():
+                torch.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "epoch": epoch,
+                        "best_loss": best_loss,
+                        "stale": stale,
+                        "history": history,
+                        "arguments": run_arguments(args),
+                    },
+                    tmp,
+                )
+                tmp.replace(checkpoint)
         if args.patience and stale >= args.patience:
             say(f"early stop: no lower validation loss in {args.patience} epochs", flush=True)
             break
@@ -536,4 +571,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main())

@@ -1,13 +1,30 @@
-"""Where the trainer writes its outputs: a folder that cannot take them is found early."""
+"""Where the trainer writes its outputs (a folder that cannot take them is found early), and
+how it ends when stopped."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import boto3
 import pytest
 from torch import nn
 
-from training_container.train import OutputError, main, save_outputs
+from training_container.data import FILES
+from training_container.train import (
+    OutputError,
+    _sigterm,
+    exit_on_sigterm,
+    main,
+    save_outputs,
+    sigterm_deferred,
+)
+
+FAST = ["--stem", "imagenet", "--batch_size", "16", "--threads", "1"]
 
 
 @pytest.mark.parametrize("where", ["file", "under a file"])
@@ -30,3 +47,44 @@ def test_a_late_write_failure_is_an_output_error(tmp_path):
         save_outputs(str(blocker / "out"), nn.Linear(2, 2), [], False, None)  # type: ignore[arg-type]
     save_outputs(str(tmp_path / "fine"), nn.Linear(2, 2), [], False, None)  # type: ignore[arg-type]
     assert Path(tmp_path / "fine" / "model.pt").exists()
+
+
+def test_sigterm_ends_the_run_normally_so_downloaded_data_is_removed(cifar_dir, s3, tmp_path):
+    """The tuner stops trials with SIGTERM, which skipped the atexit hook: every stopped
+    trial left its copy of CIFAR-10 (178 MB) in /tmp."""
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="data")
+    for name in FILES:
+        client.upload_file(str(cifar_dir / "cifar-10-batches-py" / name), "data", f"c/{name}")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = ["--data_dir", "s3://data/c", "--epochs", "50", "--output_dir", str(tmp_path / "o")]
+    job = subprocess.Popen(
+        [sys.executable, "-m", "training_container.train", *argv, *FAST],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    assert job.stdout is not None
+    for line in job.stdout:
+        if line.startswith("startup:"):
+            assert list(temp.glob("cifar10-*"))  # downloaded, and training
+            break
+    job.send_signal(signal.SIGTERM)
+    assert job.wait(timeout=120) == 143
+    assert not list(temp.glob("cifar10-*"))
+
+
+def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
+    previous = signal.getsignal(signal.SIGTERM)
+    exit_on_sigterm()
+    try:
+        with pytest.raises(SystemExit) as exited, sigterm_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            (tmp_path / "written").write_text("whole")  # reached: the exit waits
+        assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
+        _sigterm["pending"] = False
+    finally:
+        signal.signal(signal.SIGTERM, previous)
