@@ -154,6 +154,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         (args.threads >= 0, f"--threads must be >= 0 (0: torch's default), got {args.threads}"),
         (0 <= args.seed < 2**32, f"--seed must be in 0..{2**32 - 1}, got {args.seed}"),
         (0 < args.poly_power < math.inf, f"--poly_power must be > 0 and finite, got {power}"),
+        (
+            not (args.checkpoint_dir or "").startswith("s3://"),
+            f"--checkpoint_dir must be a local folder, got {args.checkpoint_dir}",
+        ),
     ]
     for ok, message in checks:
         if not ok:

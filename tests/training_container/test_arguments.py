@@ -27,3 +27,9 @@ def test_a_poly_power_that_is_not_finite_and_positive_is_refused(capsys, power):
     """nan exited 3 as a divergence, a negative power made the rate grow, inf zeroed it."""
     message = f"--poly_power must be > 0 and finite, got {power}"
     assert message in refusal(capsys, "--poly_power", power)
+
+
+def test_an_s3_checkpoint_dir_is_refused(capsys):
+    """It silently created a local folder named s3:."""
+    message = "--checkpoint_dir must be a local folder, got s3://bucket/ckpt"
+    assert message in refusal(capsys, "--checkpoint_dir", "s3://bucket/ckpt")
