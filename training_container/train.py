@@ -257,10 +257,18 @@ def _write_outputs(
         )
     except (OSError, RuntimeError) as exc:  # torch.save raises RuntimeError for a bad path
         raise OutputError(f"cannot write the outputs to {local}: {first_line(exc)}") from None
-    if onnx:
+    if onnx:  # "images": N x 3 x 32 x 32, standardised (CIFAR_MEAN, CIFAR_STD); "logits": N x 10
         model.eval()
         example = torch.zeros(1, 3, 32, 32, device=device)
-        torch.onnx.export(model, (example,), str(local / "model.onnx"), dynamo=False)
+        torch.onnx.export(
+            model,
+            (example,),
+            str(local / "model.onnx"),
+            dynamo=False,
+            input_names=["images"],
+            output_names=["logits"],
+            dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+        )
 
 
 def _upload(local: Path, output_dir: str) -> None:

@@ -88,3 +88,24 @@ def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
         _sigterm["pending"] = False
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_onnx_model_takes_any_batch_of_standardised_images(tmp_path):
+    """model.onnx took exactly one image (its input was fixed at 1 x 3 x 32 x 32)."""
+    import numpy as np
+    import onnx
+    import torch
+    from onnx.reference import ReferenceEvaluator
+
+    from training_container.model import build_model
+
+    model = build_model(10, "imagenet")
+    save_outputs(str(tmp_path), model, [], True, torch.device("cpu"))
+    graph = onnx.load(tmp_path / "model.onnx").graph
+    (given,) = graph.input
+    assert given.name == "images" and given.type.tensor_type.shape.dim[0].dim_param == "batch"
+    images = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
+    (logits,) = ReferenceEvaluator(str(tmp_path / "model.onnx")).run(None, {"images": images})
+    with torch.no_grad():
+        expected = model.eval()(torch.from_numpy(images)).numpy()
+    assert logits.shape == (3, 10) and np.allclose(logits, expected, atol=1e-3)
