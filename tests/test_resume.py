@@ -71,6 +71,26 @@ def run_one_job_unwatched(store: Store, d: TuningJobDefinition) -> Path:
     return workdir
 
 
+def leave_running(store: Store, d: TuningJobDefinition, jobs: int, printed: bool = False) -> None:
+    """Run the tuning job until ``jobs`` training jobs run (each has printed, with
+    ``printed``), then detach its tuner: the jobs run on, unwatched."""
+    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
+    detach = threading.Event()
+    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
+    thread = threading.Thread(target=first.run)
+    thread.start()
+    running = [True] * jobs
+    wait_for(
+        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == running
+    )
+    if printed:
+        wait_for(
+            lambda: all(store.metric_points(j.name) for j in store.list_training_jobs("resume"))
+        )
+    detach.set()
+    thread.join(10)
+
+
 def test_a_new_scheduler_reattaches_to_running_jobs(tmp_path, database_url):
     store = Store(database_url)
     d = definition(tmp_path, sleep=1.5, max_jobs=5, max_parallel_jobs=2)
@@ -280,20 +300,7 @@ def test_jobs_killed_together_with_their_tuner_run_again(tmp_path, sqlite_url, p
 
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=3.0, max_jobs=3, max_parallel_jobs=2)
-    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
-    detach = threading.Event()
-    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
-    thread = threading.Thread(target=first.run)
-    thread.start()
-    wait_for(
-        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True] * 2
-    )
-    if printed:
-        wait_for(
-            lambda: all(store.metric_points(j.name) for j in store.list_training_jobs("resume"))
-        )
-    detach.set()
-    thread.join(10)
+    leave_running(store, d, 2, printed)
     for job in store.list_training_jobs("resume"):  # each job with its wrapper: its whole group
         pid = int((job.handle or "").split(":")[1])
         os.killpg(pid, signal.SIGKILL)
@@ -315,16 +322,7 @@ def test_stop_from_python_ends_a_tuning_job_whose_process_died(tmp_path, sqlite_
 
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=5.0, max_jobs=4, max_parallel_jobs=2)
-    store.create_tuning_job("resume", d.to_json(), owner="first", ttl=30)
-    detach = threading.Event()
-    first = Scheduler(d, "resume", store, owner="first", detach_event=detach)
-    thread = threading.Thread(target=first.run)
-    thread.start()
-    wait_for(
-        lambda: [j.running_at is not None for j in store.list_training_jobs("resume")] == [True] * 2
-    )
-    detach.set()
-    thread.join(10)
+    leave_running(store, d, 2)
     expires = 0 if lease == "expired" else time.time() + 1.5
     with store.engine.begin() as conn:  # its process died holding the lease
         conn.exec_driver_sql(f"UPDATE tuning_jobs SET owner = 'dead', lease_expires = {expires}")

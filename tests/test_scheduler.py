@@ -351,37 +351,29 @@ def test_a_log_of_many_metric_lines_is_stored_whole_chunk_by_chunk(tmp_path, sql
     assert [p.seq for p in points] == list(range(2 * lines + 1))
 
 
-def test_a_job_that_truncates_its_own_log_gets_the_objective_it_printed_last(tmp_path, sqlite_url):
-    """`exec > log.txt` again in the middle of a job: the tuner kept reading from its old
-    offset, past the new end, and recorded the first value (0.1) for a job that ended on 0.9."""
-    job = tmp_path / "reopen.py"
+LOG_TRICKS = {
+    # `exec > log.txt` again in the middle of a job: the tuner kept reading from its old
+    # offset, past the new end, and recorded the first value (0.1) for a job that ended on 0.9
+    "truncates": ("fd = os.open(log, os.O_WRONLY | os.O_TRUNC)\nos.dup2(fd, 1)\n"),
+    # `rm log.txt`, then printing on to the same stdout: the launcher read the log by its
+    # path, so the job ended on the value read before (0.1)
+    "deletes": "os.unlink(log)\n",
+}
+
+
+@pytest.mark.parametrize("trick", sorted(LOG_TRICKS))
+def test_a_job_that_rewrites_its_own_log_gets_the_objective_it_printed_last(
+    tmp_path, sqlite_url, trick
+):
+    job = tmp_path / "trick.py"
     job.write_text(
         "import os, sys, time\n"
         "print('x' * 5000)\n"
         "print('accuracy=0.1', flush=True)\n"
         "time.sleep(1.5)  # the tuner reads it\n"
         "log = os.path.join(os.environ['TUNER_OUTPUT_DIR'], '..', 'log.txt')\n"
-        "fd = os.open(log, os.O_WRONLY | os.O_TRUNC)\n"
-        "os.dup2(fd, 1)\n"
-        "for v in (0.7, 0.8, 0.9):\n"
-        "    print(f'accuracy={v}', flush=True)\n"
-    )
-    tuner = run_one_job(tmp_path, sqlite_url, job)
-    (ended,) = tuner.training_jobs()
-    assert ended.objective == 0.9
-    assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]
-
-
-def test_a_job_that_deletes_its_own_log_still_gets_what_it_prints_after(tmp_path, sqlite_url):
-    """`rm log.txt` in the middle of a job, which goes on printing to the same stdout: the
-    launcher read the log by its path, so the job ended on the value read before (0.1)."""
-    job = tmp_path / "unlink.py"
-    job.write_text(
-        "import os, time\n"
-        "print('accuracy=0.1', flush=True)\n"
-        "time.sleep(1.5)  # the tuner reads it\n"
-        "os.unlink(os.path.join(os.environ['TUNER_OUTPUT_DIR'], '..', 'log.txt'))\n"
-        "for v in (0.7, 0.8, 0.9):\n"
+        + LOG_TRICKS[trick]
+        + "for v in (0.7, 0.8, 0.9):\n"
         "    print(f'accuracy={v}', flush=True)\n"
         "    time.sleep(0.3)\n"
     )

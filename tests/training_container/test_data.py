@@ -6,6 +6,7 @@ import boto3
 import numpy as np
 import pytest
 
+from tests.training_container.conftest import upload_cifar
 from training_container.data import FILES, DataError, load, load_cifar10, split_validation
 from training_container.synthetic import write_cifar
 
@@ -69,13 +70,10 @@ def test_data_copied_from_s3_is_removed_when_the_process_ends(cifar_dir, s3, tmp
     import subprocess
     import sys
 
-    client = boto3.client("s3")
-    client.create_bucket(Bucket="leak")
-    for name in FILES:
-        client.upload_file(str(cifar_dir / "cifar-10-batches-py" / name), "leak", f"c/{name}")
+    data = upload_cifar(cifar_dir, "leak")
     temp = tmp_path / "tmp"
     temp.mkdir()
-    code = "from training_container.data import load_cifar10; load_cifar10('s3://leak/c')"
+    code = f"from training_container.data import load_cifar10; load_cifar10({data!r})"
     env = {**os.environ, "TMPDIR": str(temp)}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert list(temp.iterdir()) == []

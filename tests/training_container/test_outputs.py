@@ -10,11 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import boto3
 import pytest
 from torch import nn
 
-from training_container.data import FILES
+from tests.training_container.conftest import upload_cifar
 from training_container.train import (
     OutputError,
     _sigterm,
@@ -52,13 +51,10 @@ def test_a_late_write_failure_is_an_output_error(tmp_path):
 def test_sigterm_ends_the_run_normally_so_downloaded_data_is_removed(cifar_dir, s3, tmp_path):
     """The tuner stops trials with SIGTERM, which skipped the atexit hook: every stopped
     trial left its copy of CIFAR-10 (178 MB) in /tmp."""
-    client = boto3.client("s3")
-    client.create_bucket(Bucket="data")
-    for name in FILES:
-        client.upload_file(str(cifar_dir / "cifar-10-batches-py" / name), "data", f"c/{name}")
+    data = upload_cifar(cifar_dir, "data")
     temp = tmp_path / "tmp"
     temp.mkdir()
-    argv = ["--data_dir", "s3://data/c", "--epochs", "50", "--output_dir", str(tmp_path / "o")]
+    argv = ["--data_dir", data, "--epochs", "50", "--output_dir", str(tmp_path / "o")]
     job = subprocess.Popen(
         [sys.executable, "-m", "training_container.train", *argv, *FAST],
         stdout=subprocess.PIPE,
