@@ -399,3 +399,41 @@ def test_a_resume_the_engine_did_not_answer_leaves_the_tuning_job_as_it_was(tmp_
     record = Scheduler(d, "resume", Store(sqlite_url), owner="second").run()  # it answers
     assert record.status is TuningStatus.COMPLETED
     assert store.list_training_jobs("resume")[0].status is TrainingStatus.COMPLETED
+
+
+def test_a_job_recorded_not_started_does_not_use_the_budget_after_a_restart(tmp_path, sqlite_url):
+    """A job the launcher could not start (its engine did not answer), then the tuner died:
+    the resume counted it against max_jobs, and the tuning job ended a job short."""
+    from tuner.scheduler import NOT_STARTED
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=0.0, max_jobs=2, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json())
+    job = store.create_training_job("resume", 1, {"x": 0.5})
+    store.finish_training_job(
+        job.name, TrainingStatus.STOPPED, failure_reason=f"{NOT_STARTED}the engine did not answer"
+    )
+    record = Scheduler(d, "resume", store).run()
+    assert record.status is TuningStatus.COMPLETED
+    jobs = store.list_training_jobs("resume")
+    assert sum(j.status is TrainingStatus.COMPLETED for j in jobs) == 2
+
+
+def test_waiting_on_a_stop_its_dead_process_left_starts_nothing(tmp_path, sqlite_url):
+    """wait() carrying out the stop of a tuning job whose process died with a job Pending
+    launched that job only to kill it (a real container or submission elsewhere), and raised
+    "still Stopping after 1s" though the job had ended Stopped."""
+    from tuner import HyperparameterTuner
+    from tuner.scheduler import NEVER_STARTED
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=1.0, max_jobs=2)
+    store.create_tuning_job("resume", d.to_json(), owner="dead", ttl=0.01)
+    pending = store.create_training_job("resume", 1, {"x": 0.5})  # then its process died
+    store.request_stop("resume")
+    time.sleep(0.05)  # its lease runs out
+    described = HyperparameterTuner.attach("resume", storage=sqlite_url).wait(timeout=1)
+    assert described["status"] == "Stopped"
+    job = store.get_training_job(pending.name)
+    assert job.status is TrainingStatus.STOPPED and job.failure_reason == NEVER_STARTED
+    assert job.handle is None and job.workdir is None  # never launched

@@ -80,16 +80,27 @@ log = logging.getLogger("tuner.scheduler")
 
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
-LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer
+LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer,
+MAX_LAUNCH_RETRY_SECONDS = 60.0  # twice as long after each further refusal, up to this
 MIN_SLEEP = 0.005
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
+NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
+NEVER_STARTED = "stopped before it started: its tuning job was asked to stop"
 SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
 STOPPED_BY_TUNER = "stopped by the tuner"  # a training job its tuner stopped (not early)
 
 
 class _Detached(Exception):
     pass
+
+
+def _ran_again(job: TrainingJob) -> bool:
+    """A job recorded as lost or never started: its configuration ran again, budget kept."""
+    reason = job.failure_reason or ""
+    return job.status is TrainingStatus.STOPPED and (
+        reason == INTERRUPTED or reason.startswith(NOT_STARTED)
+    )
 
 
 def training_argv(command: list[str], static: dict[str, Any], config: Config) -> list[str]:
@@ -216,6 +227,7 @@ class Scheduler:
         self._last_stop_check = 0.0
         self._deadline: float | None = None  # epoch seconds, from max_tuning_runtime in run()
         self._launch_paused_until = 0.0  # monotonic; set when the launcher was unavailable
+        self._launch_retry = LAUNCH_RETRY_SECONDS
 
     # The loop
 
@@ -453,9 +465,10 @@ class Scheduler:
             handle = self.launcher.start(spec)
         except LauncherUnavailable as exc:  # not started: run it again later, budget kept
             self.launched -= 1
-            self._launch_paused_until = time.monotonic() + LAUNCH_RETRY_SECONDS
+            self._launch_paused_until = time.monotonic() + self._launch_retry
+            self._launch_retry = min(2 * self._launch_retry, MAX_LAUNCH_RETRY_SECONDS)
             ended = self.store.finish_training_job(
-                job.name, TrainingStatus.STOPPED, failure_reason=f"not started: {exc}"
+                job.name, TrainingStatus.STOPPED, failure_reason=f"{NOT_STARTED}{exc}"
             )
             self.reruns.append(job.hyperparameters)
             self._emit("ended", ended)
@@ -466,6 +479,7 @@ class Scheduler:
             )
             self._record_end(ended, job.hyperparameters)
             return
+        self._launch_retry = LAUNCH_RETRY_SECONDS  # it answers again
         gpus = self.launcher.poll(handle).gpus
         job = self.store.mark_started(job.name, handle, str(spec.workdir), gpus)
         self.running[job.name] = _Running(
@@ -666,9 +680,10 @@ class Scheduler:
             elif job.status is TrainingStatus.IN_PROGRESS:
                 self._reattach(job)
             else:
-                if not (job.status is TrainingStatus.STOPPED and job.failure_reason == INTERRUPTED):
+                if not _ran_again(job):
                     self.launched += 1
                 self._record_end(job, job.hyperparameters)
+        stopping = bool(not_started) and self.store.get_tuning_job(self.name).stop_requested
         for job in not_started:
             self.strategy.mark_pending(job.hyperparameters)
             handle = self.launcher.recover(self._spec(job))
@@ -676,6 +691,11 @@ class Scheduler:
                 self._reattach(
                     self.store.mark_started(job.name, handle, str(self._spec(job).workdir))
                 )
+            elif stopping:  # taken over to be stopped: nothing new starts
+                ended = self.store.finish_training_job(
+                    job.name, TrainingStatus.STOPPED, failure_reason=NEVER_STARTED
+                )
+                self._emit("ended", ended)
             else:
                 self._start(job)
 

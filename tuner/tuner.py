@@ -408,7 +408,9 @@ class HyperparameterTuner:
         progress: bool | None = False,
     ) -> dict[str, Any]:
         """Block until the tuning job has ended (also one run by another process or a
-        service); returns ``describe()``. ``progress`` as in ``fit`` (off by default here)."""
+        service); returns ``describe()``. ``progress`` as in ``fit`` (off by default here).
+        A stop asked of a tuning job whose process is gone is carried out here, as ``stop``
+        does; that takes up to the jobs' grace period, which may run past ``timeout``."""
         name = self._require_name()
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._thread is not None:
@@ -422,8 +424,9 @@ class HyperparameterTuner:
                 bar.show(description)
                 if TuningStatus(description["status"]).terminal:
                     return description
-                if description["status"] == TuningStatus.STOPPING.value:
-                    self._stop_if_orphaned()  # its process is gone: stop it here
+                stopping = description["status"] == TuningStatus.STOPPING.value
+                if stopping and self._stop_if_orphaned():
+                    continue  # stopped here: describe how it ended
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(
                         f"tuning job {name} still {description['status']} after {timeout}s"
@@ -454,18 +457,21 @@ class HyperparameterTuner:
             self._stop_if_orphaned()
         return self.describe()
 
-    def _stop_if_orphaned(self) -> None:
+    def _stop_if_orphaned(self) -> bool:
         """A stop asked of a tuning job whose process is gone (no owner, or its lease ran out)
         is carried out here, as ``tuner stop`` does: this process takes it over like
-        ``resume``, stops its training jobs and ends it. Else its owner does, and this returns."""
+        ``resume``, stops its training jobs (starting none) and ends it; True then. Else its
+        owner does, and this returns False."""
         if self.client is not None or (self._thread is not None and self._thread.is_alive()):
-            return
+            return False
         record = self.store.get_tuning_job(self._require_name())
         if record.status.terminal or not record.stop_requested:
-            return
+            return False
         if record.owner is None or (record.lease_expires or 0.0) < time.time():
             with contextlib.suppress(ValidationError):  # another process took it meanwhile
                 self.resume()
+                return True
+        return False
 
     # Looking
 

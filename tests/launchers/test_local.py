@@ -207,3 +207,24 @@ def test_the_log_kept_open_for_reading_is_closed_once_an_ended_job_is_read(tmp_p
         assert b"accuracy=0.9" in launcher.read_logs(handle)
         assert launcher.read_logs(handle) == b""
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_close_lets_go_of_the_logs_of_jobs_left_running(tmp_path):
+    """A scheduler that leaves its jobs (detach, a lost lease, an outage) closes its launcher:
+    the logs it held open for each running job stayed open."""
+    import os
+
+    before = len(os.listdir("/proc/self/fd"))
+    handles = []
+    for i in range(5):
+        launcher = LocalLauncher()
+        job = dataclasses.replace(
+            spec(tmp_path, "import time; time.sleep(30)"), name=f"j{i}", workdir=tmp_path / f"j{i}"
+        )
+        handles.append((launcher, launcher.start(job)))
+        launcher.close()
+    assert len(os.listdir("/proc/self/fd")) <= before + 1
+    for launcher, handle in handles:
+        launcher.stop(handle)
+        while launcher.poll(handle).running:
+            time.sleep(0.05)

@@ -4,6 +4,7 @@ when each job was submitted, started and ended."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -376,3 +377,26 @@ def test_a_controller_that_does_not_answer_is_unavailable_not_an_error(
     with pytest.raises(LaunchError, match="sbatch refused") as refused:
         SlurmLauncher(partition="no-such-partition").start(spec)
     assert not isinstance(refused.value, LauncherUnavailable)
+
+
+def test_an_sbatch_that_timed_out_is_cancelled_by_name_and_fails(tmp_path, monkeypatch):
+    """sbatch "Socket timed out": slurmctld may have queued the job all the same. Taken as
+    not started, its configuration ran again under another name beside the queued one."""
+    from tuner.errors import LaunchError, LauncherUnavailable
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    for name, body in {
+        "sbatch": 'echo "sbatch: error: Batch job submission failed: Socket timed out on '
+        'send/recv operation" >&2; exit 1',
+        "scancel": "",
+    }.items():
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {calls}\n{body}\n')
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    spec = LaunchSpec("slow-1", ["true"], tmp_path / "slow-1")
+    with pytest.raises(LaunchError, match="sbatch did not answer for job slow-1") as failed:
+        SlurmLauncher().start(spec)
+    assert not isinstance(failed.value, LauncherUnavailable)
+    assert "scancel --name=slow-1" in calls.read_text()

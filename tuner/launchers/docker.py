@@ -330,6 +330,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         this launcher end with it."""
         self._sweep()
         self.client.close()
+        super().close()
 
 
 def _engine_errors() -> tuple[type[Exception], ...]:

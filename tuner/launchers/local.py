@@ -294,6 +294,14 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, sig)
 
+    def close(self) -> None:
+        """Close the logs this launcher holds open; the jobs run on (their own copies)."""
+        for job in self._jobs.values():
+            if job.log is not None:
+                job.log.close()
+                job.log = None
+        super().close()
+
     def poll(self, handle: str) -> JobStatus:
         job = self._job(handle)
         code = job.process.returncode if job.process else None

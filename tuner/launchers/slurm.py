@@ -257,23 +257,39 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         folder = str(spec.cwd or spec.workdir)
         status_file = spec.workdir / EXIT_FILE
         status_file.unlink(missing_ok=True)  # a status from an earlier start is not ours
-        done = self._slurm(
-            "sbatch",
-            *options,
-            *self.sbatch_options,
-            str(script),
-            folder,
-            str(status_file),
-            *spec.argv,
-            env=env,
-        )
+        try:
+            done = self._slurm(
+                "sbatch",
+                *options,
+                *self.sbatch_options,
+                str(script),
+                folder,
+                str(status_file),
+                *spec.argv,
+                env=env,
+            )
+        except LauncherUnavailable as exc:  # timed out: it may have been submitted all the same
+            raise self._unsure(spec, str(exc)) from None
         job_id = done.stdout.strip().split(";")[0]
         if done.returncode != 0 or not job_id.isdigit():
+            if any(sign in done.stderr for sign in SLOW):
+                raise self._unsure(spec, done.stderr.strip()[:500])
             raise _failure(f"sbatch refused job {spec.name}", done.stderr)
         handle = f"slurm:{job_id}:{spec.name}"
         write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _SlurmJob(spec, time.monotonic(), job_id=job_id)
         return handle
+
+    def _unsure(self, spec: LaunchSpec, reason: str) -> LaunchError:
+        """An sbatch that timed out may have queued the job anyway: it is cancelled by its
+        (unique) name, so it never runs beside the tuner's next job, and fails (not run again:
+        the cancel may not have reached the controller either)."""
+        with contextlib.suppress(LaunchError):
+            self._slurm("scancel", f"--name={spec.name}")
+        return LaunchError(
+            f"sbatch did not answer for job {spec.name} ({reason}); it was cancelled by name "
+            "in case it had been queued"
+        )
 
     def poll(self, handle: str) -> JobStatus:
         job = self._job(handle)
@@ -391,14 +407,15 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         return None
 
 
-UNREACHABLE = ("Unable to contact slurm controller", "Socket timed out", "Connection refused")
+UNREACHABLE = ("Unable to contact slurm controller", "Connection refused")
+SLOW = ("Socket timed out",)  # the controller got the request and may have acted on it
 
 
 def _failure(what: str, stderr: str) -> LaunchError:
     """A Slurm command's failure: ``LauncherUnavailable`` when slurmctld did not answer (it
     restarts; the same call may succeed later), else ``LaunchError``."""
     text = f"{what}: {stderr.strip()[:500]}"
-    if any(sign in stderr for sign in UNREACHABLE):
+    if any(sign in stderr for sign in UNREACHABLE + SLOW):
         return LauncherUnavailable(text)
     return LaunchError(text)
 

@@ -115,6 +115,13 @@ class TrackedLauncher(Launcher, Generic[J]):
             job.reader = None
         return data
 
+    def close(self) -> None:
+        """Close the logs kept open for reading; the jobs run on (see base)."""
+        for job in self._jobs.values():
+            if job.reader is not None:
+                job.reader.close()
+                job.reader = None
+
     def _terminate(self, job: J) -> None:
         if job.kill_at is None:
             self._signal(job, signal.SIGTERM)
