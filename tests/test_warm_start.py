@@ -460,3 +460,28 @@ def test_identical_static_values_are_compared_as_the_command_receives_them(tmp_p
         warm_start_config={"parents": ["parent"], "type": "IdenticalDataAndAlgorithm"},
     )
     assert child.describe()["warm_start"]["observations"] == 2
+
+
+def test_an_identical_parent_of_a_range_retyped_between_integer_and_continuous_is_kept():
+    """x retyped integer -> continuous: the parent's x=2 and the child's 2.0 were two
+    configurations (the child re-ran all of the parent's, "4 of 4 used" said all the same);
+    continuous -> integer: 2.0 was dropped as outside 0..4. 2.5 is no integer configuration."""
+    from tuner import CategoricalParameter, ContinuousParameter, IntegerParameter
+    from tuner.space import SearchSpace
+    from tuner.warm_start import IDENTICAL, ParentResults, take
+
+    y = CategoricalParameter([0.2, 0.6])
+    ran = [({"x": 0, "y": 0.2}, 0.5), ({"x": 2, "y": 0.6}, 0.7)]
+    continuous = SearchSpace({"x": ContinuousParameter(0, 4), "y": y})
+    taken = take(IDENTICAL, continuous, True, [ParentResults("p", {}, ran)])
+    assert [c for c, _ in taken.observations] == [{"x": 0.0, "y": 0.2}, {"x": 2.0, "y": 0.6}]
+    assert {continuous.key(c) for c, _ in taken.observations} == {
+        continuous.key({"x": 0.0, "y": 0.2}),
+        continuous.key({"x": 2.0, "y": 0.6}),
+    }
+    floats = [({"x": 2.0, "y": 0.2}, 0.5), ({"x": 2.5, "y": 0.2}, 0.9)]
+    integer = SearchSpace({"x": IntegerParameter(0, 4), "y": y})
+    taken = take(IDENTICAL, integer, True, [ParentResults("p", {}, floats)])
+    assert [c for c, _ in taken.observations] == [{"x": 2, "y": 0.2}]
+    assert type(taken.observations[0][0]["x"]) is int
+    assert (taken.parents[0].used, taken.parents[0].dropped) == (1, 1)

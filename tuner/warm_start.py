@@ -216,7 +216,7 @@ def take(kind: str, space: SearchSpace, maximize: bool, parents: list[ParentResu
         used = 0
         for config, value in parent.results:
             if kind == IDENTICAL:
-                mapped = dict(config) if _inside(space, config) else None
+                mapped = _as_child(space, config)
                 if mapped is not None:
                     observations.append((mapped, value))
             else:
@@ -237,8 +237,23 @@ def take(kind: str, space: SearchSpace, maximize: bool, parents: list[ParentResu
     return WarmStart(kind, summaries, observations, first, prior)
 
 
-def _inside(space: SearchSpace, config: Config) -> bool:
-    return all(n in config and rng.contains(config[n]) for n, rng in space)
+def _as_child(space: SearchSpace, config: Config) -> Config | None:
+    """A parent's configuration as the child's ranges hold it, or None when one of them cannot:
+    a range retyped between integer and continuous keeps its values (2 and 2.0 are one
+    configuration; 2.5 is no integer configuration)."""
+    mapped: Config = {}
+    for name, rng in space:
+        if name not in config:
+            return None
+        value = config[name]
+        if isinstance(rng, IntegerParameter) and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(rng, ContinuousParameter) and type(value) is int:
+            value = float(value)
+        if not rng.contains(value):
+            return None
+        mapped[name] = value
+    return mapped
 
 
 def _check_same(child: TuningJobDefinition, parent: dict[str, Any], name: str, kind: str) -> None:
