@@ -13,7 +13,6 @@ imported by the verbs that use them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -322,12 +321,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
             f"process is gone, this one takes it over when its lease expires ({until})",
             file=sys.stderr,
         )
-    while args.wait and not record.status.terminal:
-        if record.owner is None or (record.lease_expires or 0.0) < time.time():
-            with contextlib.suppress(ValidationError):  # another process took it meanwhile
-                HyperparameterTuner.attach(args.name, storage=args.storage).resume()
-        else:
-            time.sleep(0.5)
+    if args.wait and not record.status.terminal:  # wait() takes it over once orphaned
+        HyperparameterTuner.attach(args.name, storage=args.storage).wait()
         record = store.get_tuning_job(args.name)
     print(f"{record.name}: {record.status.value}")
     return 0

@@ -149,7 +149,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             cores = self.cores_per_job()
         except _ENGINE_ERRORS as exc:
             self._engine_away = True
-            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
+            raise _unanswered(exc) from None
         gpus = self.slots.take(spec.name, spec.gpus_per_job)
         mounts = {str(spec.workdir): {"bind": str(spec.workdir), "mode": "rw"}}
         if spec.cwd is not None:
@@ -309,7 +309,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         except docker.errors.DockerException:
             return False
         except _ENGINE_ERRORS as exc:
-            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
+            raise _unanswered(exc) from None
         started = container.attrs["State"].get("StartedAt", "")
         age = _age_seconds(started)
         given = gpus or container.labels.get(GPU_LABEL, "")  # recorded, else as started
@@ -322,7 +322,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         try:
             found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={spec.name}"})
         except _ENGINE_ERRORS as exc:
-            raise LauncherUnavailable(f"the Docker engine did not answer: {exc}") from None
+            raise _unanswered(exc) from None
         return f"docker:{found[0].id}" if found else None
 
     def close(self) -> None:
@@ -331,6 +331,10 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self._sweep()
         self.client.close()
         super().close()
+
+
+def _unanswered(exc: Exception) -> LauncherUnavailable:
+    return LauncherUnavailable(f"the Docker engine did not answer: {exc}")
 
 
 def _engine_errors() -> tuple[type[Exception], ...]:

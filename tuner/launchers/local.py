@@ -88,12 +88,15 @@ def _alive(pid: int, ticks: int) -> bool:
     return fields[0] != "Z" and int(fields[19]) == ticks
 
 
+def _processes() -> Iterator[Path]:
+    """Every process's folder in /proc."""
+    return (entry for entry in Path("/proc").iterdir() if entry.name.isdigit())
+
+
 def _group_members(group: int) -> list[int]:
     """The running processes of process group ``group`` (from /proc)."""
     members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in _processes():
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
@@ -122,9 +125,7 @@ def _left_a_trace(workdir: Path) -> bool:
 
 def _processes_with(marker: bytes) -> Iterator[int]:
     """The pids of running processes whose environment holds ``marker`` (``NAME=value``)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in _processes():
         try:
             environ = (entry / "environ").read_bytes()
         except OSError:
