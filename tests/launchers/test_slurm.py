@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
 from tuner import TrainingStatus, TuningJobDefinition
+from tuner.errors import LaunchError
 from tuner.launchers import LaunchSpec
 from tuner.launchers.slurm import (
     SlurmLauncher,
@@ -282,6 +283,19 @@ def test_a_job_slurm_will_never_run_fails_naming_the_reason(tmp_path):
     )
     (record,) = launcher._show(handle.split(":")[1]) or [{"JobState": "CANCELLED"}]
     assert record["JobState"] == "CANCELLED"
+
+
+def test_more_gpus_than_any_node_has_is_refused_naming_the_setting(tmp_path):
+    """sbatch's own refusal ("Requested node configuration is not available") named neither
+    the GPUs asked for nor the setting they came from."""
+    launcher = SlurmLauncher(poll_interval=0.1, cpus_per_job=1.5, memory="100M")
+    with pytest.raises(LaunchError) as refused:
+        launcher.start(LaunchSpec("greedy", ["true"], tmp_path / "greedy", gpus_per_job=3))
+    assert str(refused.value).startswith(
+        "sbatch refused job greedy (it asked for --gres=gpu:3 from gpus_per_job=3, "
+        "--cpus-per-task=2, --mem=100M): "
+    )
+    assert "Requested node configuration is not available" in str(refused.value)
 
 
 def _wait(launcher: SlurmLauncher, handle: str, timeout: float = 60):

@@ -242,14 +242,8 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             f"--output={spec.workdir / LOG_FILE}",
             f"--chdir={spec.workdir}",  # job.sh enters the working directory itself
             "--export=ALL",
-            *sbatch_resources(spec.gpus_per_job, self.shards_per_gpu),
+            *self._resources(spec),
         ]
-        if self.partition:
-            options.append(f"--partition={self.partition}")
-        if self.cpus_per_job:
-            options.append(f"--cpus-per-task={math.ceil(self.cpus_per_job)}")
-        if self.memory:
-            options.append(f"--mem={self.memory}")
         if spec.max_runtime is not None:
             options.append(f"--time={math.ceil(spec.max_runtime / 60) + 1}")
         env = {**os.environ, **spec.env, LAUNCH_MARKER: str(spec.workdir)}
@@ -274,11 +268,30 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if done.returncode != 0 or not job_id.isdigit():
             if any(sign in done.stderr for sign in SLOW):
                 raise self._unsure(spec, done.stderr.strip()[:500])
-            raise _failure(f"sbatch refused job {spec.name}", done.stderr)
+            raise _failure(f"sbatch refused job {spec.name}{self._asked(spec)}", done.stderr)
         handle = f"slurm:{job_id}:{spec.name}"
         write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _SlurmJob(spec, time.monotonic(), job_id=job_id)
         return handle
+
+    def _resources(self, spec: LaunchSpec) -> list[str]:
+        """The sbatch options for what a job needs: GPUs or shards, partition, CPUs, memory."""
+        options = sbatch_resources(spec.gpus_per_job, self.shards_per_gpu)
+        if self.partition:
+            options.append(f"--partition={self.partition}")
+        if self.cpus_per_job:
+            options.append(f"--cpus-per-task={math.ceil(self.cpus_per_job)}")
+        if self.memory:
+            options.append(f"--mem={self.memory}")
+        return options
+
+    def _asked(self, spec: LaunchSpec) -> str:
+        """What a refused job asked for (Slurm's "Requested node configuration is not
+        available" names none of it), GPUs with the setting they came from."""
+        asked = [*self._resources(spec), *self.sbatch_options]
+        if spec.gpus_per_job > 0:
+            asked[0] += f" from gpus_per_job={spec.gpus_per_job:g}"
+        return f" (it asked for {', '.join(asked)})" if asked else ""
 
     def _unsure(self, spec: LaunchSpec, reason: str) -> LaunchError:
         """An sbatch that timed out may have queued the job anyway: it is cancelled by its
