@@ -22,6 +22,11 @@ Guarantees:
   recorded but never started are started. The limits hold across the restart, ``max_runtime``
   included: a job that ran longer than it from its recorded start until it ended (by itself,
   while no tuner watched it) is Failed as timed out, as a watched job would have been.
+- A job its launcher reports ``interrupted`` (ended by its platform, e.g. a Docker engine
+  shutting down) is recorded Stopped ("interrupted from outside: ...") and its configuration
+  runs again without using up ``max_jobs``, as a start the launcher could not make does; a
+  configuration ended so for the third time fails (a program that ends itself that way would
+  otherwise run for ever).
 - Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
   value of the objective metric a running job reports is step k of that job and is shown to the
   stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
@@ -86,6 +91,8 @@ MIN_SLEEP = 0.005
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
 NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
+ENDED_OUTSIDE = "interrupted from outside: "  # its platform ended it; runs again, budget kept
+MAX_OUTSIDE_RERUNS = 2  # a configuration ended that way a third time fails (a loop otherwise)
 NEVER_STARTED = "stopped before it started: its tuning job was asked to stop"
 SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
 STOPPED_BY_TUNER = "stopped by the tuner"  # a training job its tuner stopped (not early)
@@ -99,7 +106,7 @@ def _ran_again(job: TrainingJob) -> bool:
     """A job recorded as lost or never started: its configuration ran again, budget kept."""
     reason = job.failure_reason or ""
     return job.status is TrainingStatus.STOPPED and (
-        reason == INTERRUPTED or reason.startswith(NOT_STARTED)
+        reason == INTERRUPTED or reason.startswith((NOT_STARTED, ENDED_OUTSIDE))
     )
 
 
@@ -574,6 +581,21 @@ class Scheduler:
                 f"exceeded max_runtime={d.job_definition.max_runtime:g}s: it ran {ran:.1f}s and "
                 "ended by itself before the tuner could stop it"
             )
+        elif status.interrupted and self._ended_outside(run.config) < MAX_OUTSIDE_RERUNS:
+            # not the program's doing: run again, budget kept
+            self.launched -= 1
+            ended = self.store.finish_training_job(
+                run.job.name,
+                TrainingStatus.STOPPED,
+                None,
+                f"{ENDED_OUTSIDE}{status.note}",
+                exit_code,
+                status.began_at,
+                status.ended_at,
+            )
+            self.reruns.append(run.config)
+            self._emit("ended", ended)
+            return
         elif exit_code is None:  # never guessed: a launcher that cannot tell says None
             outcome = TrainingStatus.FAILED
             reason = f"{status.note or UNREAD_EXIT}{last}"
@@ -592,6 +614,13 @@ class Scheduler:
         )
         self._upload(ended)
         self._record_end(ended, run.config)
+
+    def _ended_outside(self, config: Config) -> int:
+        """How many of this tuning job's runs of ``config`` its platform ended (recorded)."""
+        return sum(
+            (job.failure_reason or "").startswith(ENDED_OUTSIDE) and job.hyperparameters == config
+            for job in self.store.list_training_jobs(self.name)
+        )
 
     def _overran(self, run: _Running, status: JobStatus) -> float | None:
         """How long an ended job ran when that is more than ``max_runtime`` (the launcher

@@ -3,13 +3,20 @@ whole tuning job run in containers."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAKE_TRAIN
-from tests.launchers.docker_image import PYTHON
+from tests.conftest import FAKE_TRAIN, skip_or_fail, wait_until_running
+from tests.launchers.conftest import IMAGE
+from tests.launchers.docker_image import PYTHON, build_image
 from tuner import ContinuousParameter, HyperparameterTuner, ValidationError
 from tuner.launchers import LaunchSpec
 from tuner.launchers.docker import LABEL
@@ -307,3 +314,123 @@ def test_a_re_attached_container_keeps_its_gpu_slot(launcher, tmp_path, monkeypa
         again.stop(handle)
         again.close()
     launcher.client.containers.get(handle.split(":", 1)[1]).remove(force=True)
+
+
+def test_a_sigterm_from_outside_is_an_interruption_and_the_tuners_own_is_not(launcher, tmp_path):
+    """An engine shutting down stops its containers with SIGTERM; they were Failed "killed by
+    signal 15" (and used up max_failed_jobs). SIGTERM the tuner did not send is reported
+    ``interrupted``; the tuner's own stop, a SIGKILL and a crash are not."""
+    sleep = [PYTHON, "-c", "import time; print('up', flush=True); time.sleep(30)"]
+    outside = launcher.start(LaunchSpec("outside", sleep, tmp_path / "o"))
+    own = launcher.start(LaunchSpec("own", sleep, tmp_path / "own"))
+    killed = launcher.start(LaunchSpec("killed", sleep, tmp_path / "k"))
+    crash = launcher.start(LaunchSpec("crash", [PYTHON, "-c", "raise SystemExit(3)"], tmp_path))
+    for handle in (outside, own, killed):
+        log = launcher._jobs[handle].spec.workdir / "log.txt"
+        while b"up" not in log.read_bytes():
+            time.sleep(0.05)
+    launcher.client.containers.get(outside.split(":")[1]).stop(timeout=5)  # as the engine does
+    launcher.client.containers.get(killed.split(":")[1]).kill()
+    launcher.stop(own)
+    ended = _until_ended(launcher, outside)
+    assert (ended.exit_code, ended.interrupted, ended.stopped) == (-15, True, False)
+    assert ended.note == (
+        "its container got SIGTERM from outside the tuner (the Docker engine stopping its "
+        "containers as it shuts down, or a docker stop)"
+    )
+    ended = _until_ended(launcher, own)
+    assert (ended.exit_code, ended.interrupted, ended.stopped) == (-15, False, True)
+    ended = _until_ended(launcher, killed)
+    assert (ended.exit_code, ended.interrupted) == (-9, False)
+    ended = _until_ended(launcher, crash)
+    assert (ended.exit_code, ended.interrupted) == (3, False)
+
+
+def containers_tuner(
+    tmp_path: Path, host: str, image: str, max_jobs: int = 2, **static: object
+) -> HyperparameterTuner:
+    """A Random tuning job of fake_train containers, one at a time."""
+    return HyperparameterTuner(
+        job_definition={
+            "launcher": "docker",
+            "image": image,
+            "docker_host": host,
+            "network": "none",
+            "command": [PYTHON, str(FAKE_TRAIN)],
+            "working_directory": str(FAKE_TRAIN.parent),
+            "static_hyperparameters": static,
+            "output_path": str(tmp_path / "runs"),
+        },
+        objective_metric_name="accuracy",
+        hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
+        metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_jobs=max_jobs,
+        max_parallel_jobs=1,
+        random_seed=0,
+        storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+
+
+ENGINE_SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "docker.sh"
+
+
+@pytest.fixture
+def own_engine() -> Iterator[tuple[Path, str]]:
+    """A Docker engine of this test's own (``.ci/docker.sh``), to shut down and start again."""
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        skip_or_fail("starting a Docker engine needs dockerd (apt-get install docker.io) and root")
+    folder = Path(tempfile.mkdtemp(prefix="tuner-engine-"))  # short: a socket path's limit
+    try:
+        started = subprocess.run(
+            [ENGINE_SCRIPT, "start", folder], capture_output=True, text=True, check=True
+        )
+        yield folder, started.stdout.strip()
+    finally:
+        subprocess.run([ENGINE_SCRIPT, "stop", folder], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_jobs_an_engine_shutdown_ended_run_again(own_engine, tmp_path):
+    """Restarting the engine (an upgrade, a reboot) SIGTERMs its containers: the job was
+    Failed "killed by signal 15". It is now Stopped as interrupted from outside and its
+    configuration runs again; it does not use up max_jobs."""
+    import docker
+
+    folder, host = own_engine
+    client = docker.DockerClient(base_url=host)
+    (tmp_path / "image").mkdir()
+    image = build_image(client, IMAGE, tmp_path / "image")
+    client.close()
+    tuner = containers_tuner(tmp_path, host, image, sleep=4.0, epochs=2)
+    tuner.fit(wait=False)
+    wait_until_running(tuner, 1)
+    engine = int((folder / "docker.pid").read_text())
+    os.kill(engine, signal.SIGTERM)  # as systemctl stop docker does
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{engine}").exists():
+        assert time.monotonic() < deadline, "the engine did not stop"
+        time.sleep(0.1)
+    subprocess.run([ENGINE_SCRIPT, "start", folder], capture_output=True, check=True)
+    assert tuner.wait(timeout=120)["status"] == "Completed"
+    first, *others = tuner.training_jobs()
+    assert first.status.value == "Stopped"
+    assert first.failure_reason == (
+        "interrupted from outside: its container got SIGTERM from outside the tuner (the "
+        "Docker engine stopping its containers as it shuts down, or a docker stop)"
+    )
+    # A start while the engine was still away is "not started" and tried again later.
+    assert all((j.failure_reason or "").startswith("not started: ") for j in others[:-2])
+    assert [j.status.value for j in others[-2:]] == ["Completed", "Completed"]
+    assert others[-2].hyperparameters == first.hyperparameters  # run again
+
+
+def test_a_program_that_sigterms_itself_fails_at_its_third_run(tmp_path, docker_host, docker_image):
+    """Taken for an interruption from outside, it would run again for ever."""
+    tuner = containers_tuner(tmp_path, docker_host, docker_image, 1, kill_signal=15, epochs=1)
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert [j.status.value for j in jobs] == ["Stopped", "Stopped", "Failed"]
+    assert all(j.failure_reason.startswith("interrupted from outside: ") for j in jobs[:2])
+    assert jobs[2].failure_reason.startswith("killed by signal 15 (SIGTERM)")
+    assert len({j.hyperparameters["x"] for j in jobs}) == 1

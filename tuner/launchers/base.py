@@ -53,6 +53,8 @@ class JobStatus:
     that ended while no tuner watched it is judged against ``max_runtime`` by it).
     ``note`` says why an ended job's exit code is None, where the launcher knows (the container
     was removed, the cluster cancelled it before it started); it becomes the failure reason.
+    ``interrupted``: the platform ended it, not its program nor the tuner (a Docker engine
+    stopping its containers as it shuts down); the scheduler runs it again, ``note`` says how.
     """
 
     running: bool
@@ -63,6 +65,7 @@ class JobStatus:
     began_at: float | None = None
     ended_at: float | None = None
     note: str | None = None
+    interrupted: bool = False
 
 
 class Launcher(ABC):

@@ -15,7 +15,10 @@ every capability dropped; nothing privileged. Logs stream from the engine into
 ``<workdir>/log.txt``. Stopping sends SIGTERM, then SIGKILL after the grace period. An ended
 container is removed once its whole log has been copied (a job is reported running until then,
 unless the copy makes no progress for ``LOG_DRAIN_STALL`` seconds). Exit codes of jobs killed by
-a signal are reported as ``-signal``, as for local processes.
+a signal are reported as ``-signal``, as for local processes. A container ended by SIGTERM that
+the tuner did not send is reported ``interrupted`` and runs again: that is how an engine that
+shuts down (a restart, an upgrade, the host going down) ends its containers, and a program's
+own failure does not end that way. SIGKILL is not taken as such (the out-of-memory killer's).
 An engine that stops answering is asked again at each poll; a job whose engine has not answered
 for ``ENGINE_PATIENCE`` seconds is reported ended with an unknown exit code and a note saying so
 (its container may still run if the engine comes back with live-restore).
@@ -42,6 +45,10 @@ LABEL = "tuner.training-job"
 GPU_LABEL = "tuner.gpus"  # the GPU ids a container was given, for a tuner that re-attaches
 LOG_DRAIN_STALL = 30.0  # seconds without log growth after which an ended job's copy gives up
 ENGINE_PATIENCE = 120.0  # seconds an unanswering engine is waited for, per job
+INTERRUPTED_NOTE = (
+    "its container got SIGTERM from outside the tuner (the Docker engine stopping its "
+    "containers as it shuts down, or a docker stop)"
+)
 
 
 @dataclass
@@ -264,6 +271,9 @@ class DockerLauncher(TrackedLauncher[_Container]):
         job.ended_at = _epoch(state.get("FinishedAt", ""))
         if state.get("OOMKilled"):
             job.exit_code = -signal.SIGKILL
+        elif job.exit_code == -signal.SIGTERM and not (job.stopped or job.timed_out):
+            job.interrupted = True
+            job.note = INTERRUPTED_NOTE
         if state["Status"] == "removed":
             job.note = "its container was removed (not by the tuner) before its end was read"
         job.finished = True

@@ -47,6 +47,7 @@ class TrackedJob:
     began_at: float | None = None  # epoch seconds when the program began running
     ended_at: float | None = None  # epoch seconds when it ended, where known
     note: str | None = None  # why its exit code is unknown, where known (JobStatus.note)
+    interrupted: bool = False  # ended by its platform, not its program (JobStatus.interrupted)
     reader: BinaryIO | None = None  # the log opened at the start: followed even when unlinked
 
 
@@ -87,7 +88,15 @@ class TrackedLauncher(Launcher, Generic[J]):
     def _ended(self, job: J, exit_code: int | None) -> JobStatus:
         gpus = ",".join(job.gpus) or None
         return JobStatus(
-            False, exit_code, job.timed_out, job.stopped, gpus, job.began_at, job.ended_at, job.note
+            False,
+            exit_code,
+            job.timed_out,
+            job.stopped,
+            gpus,
+            job.began_at,
+            job.ended_at,
+            job.note,
+            job.interrupted,
         )
 
     def read_logs(self, handle: str) -> bytes:
