@@ -34,13 +34,14 @@ import time
 IMPORTED_AT = time.time()  # before the heavy imports, for the start-up line
 
 import argparse  # noqa: E402
+import atexit  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -249,26 +250,42 @@ def prepare_output_dir(output_dir: str) -> None:
 def _write_outputs(
     local: Path, model: nn.Module, history: list[dict[str, Any]], onnx: bool, device: torch.device
 ) -> None:
+    """Each file is written beside its place and renamed into it, so a stop or a kill never
+    leaves half a file; a SIGTERM waits for model.pt and metrics.json (not for the export)."""
+    metrics = json.dumps({"epochs": history, "final": history[-1] if history else None}, indent=1)
     try:
         local.mkdir(parents=True, exist_ok=True)
-        torch.save(model.state_dict(), local / "model.pt")
-        (local / "metrics.json").write_text(
-            json.dumps({"epochs": history, "final": history[-1] if history else None}, indent=1)
-        )
+        with sigterm_deferred():
+            _write_whole(local / "model.pt", lambda tmp: torch.save(model.state_dict(), tmp))
+            _write_whole(local / "metrics.json", lambda tmp: tmp.write_text(metrics))
     except (OSError, RuntimeError) as exc:  # torch.save raises RuntimeError for a bad path
         raise OutputError(f"cannot write the outputs to {local}: {first_line(exc)}") from None
     if onnx:  # "images": N x 3 x 32 x 32, standardised (CIFAR_MEAN, CIFAR_STD); "logits": N x 10
         model.eval()
         example = torch.zeros(1, 3, 32, 32, device=device)
-        torch.onnx.export(
-            model,
-            (example,),
-            str(local / "model.onnx"),
-            dynamo=False,
-            input_names=["images"],
-            output_names=["logits"],
-            dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+        _write_whole(
+            local / "model.onnx",
+            lambda tmp: torch.onnx.export(
+                model,
+                (example,),
+                str(tmp),
+                dynamo=False,
+                input_names=["images"],
+                output_names=["logits"],
+                dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+            ),
         )
+
+
+def _write_whole(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a temporary file beside ``path``, then rename it into place (removed if the
+    write fails or is interrupted)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _upload(local: Path, output_dir: str) -> None:
@@ -294,26 +311,35 @@ class CheckpointError(ValueError):
     """A checkpoint this run cannot resume; the message names the file and the reason."""
 
 
-def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The arguments a checkpoint records (``RUN_ARGUMENTS``) and a restart must repeat."""
-    return {name: getattr(args, name) for name in RUN_ARGUMENTS}
+def run_arguments(args: argparse.Namespace, world: int) -> dict[str, Any]:
+    """What a checkpoint records and a restart must repeat: ``RUN_ARGUMENTS``, and the number
+    of processes (``WORLD_SIZE``), which scales the learning rate and shards the data."""
+    return {**{name: getattr(args, name) for name in RUN_ARGUMENTS}, "world_size": world}
 
 
-def check_run_arguments(state: dict[str, Any], args: argparse.Namespace, path: Path) -> None:
+def check_run_arguments(
+    state: dict[str, Any], args: argparse.Namespace, world: int, path: Path
+) -> None:
     """``CheckpointError`` naming every argument whose value differs from the checkpoint's;
-    a checkpoint without its arguments is refused, as nothing shows it belongs to this run."""
+    a checkpoint without its arguments is refused, as nothing shows it belongs to this run.
+    One without ``world_size`` (written before it was recorded) is not checked for it."""
     stored = state.get("arguments")
     if not isinstance(stored, dict):
         raise CheckpointError(
             f"checkpoint {path} records no run arguments (written by an older trainer), so "
             "it may belong to another run; delete it to start afresh"
         )
-    ours = run_arguments(args)
+    ours = run_arguments(args, world)
     differ = [
         f"--{name} {stored.get(name)!r} there, {ours[name]!r} here"
         for name in RUN_ARGUMENTS
         if stored.get(name) != ours[name]
     ]
+    if stored.get("world_size", world) != world:
+        differ.append(
+            f"{stored['world_size']} processes (WORLD_SIZE) there, {world} here, which scales "
+            "the learning rate"
+        )
     if differ:
         raise CheckpointError(
             f"checkpoint {path} is of a run with other arguments: {'; '.join(differ)} "
@@ -329,6 +355,7 @@ def resume(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     args: argparse.Namespace,
+    world: int,
     device: torch.device,
 ) -> dict[str, Any]:
     """The checkpoint at ``path``, loaded into ``model`` and ``optimizer``.
@@ -343,7 +370,7 @@ def resume(
         raise CheckpointError(f"cannot read checkpoint {path}: {first_line(exc)}") from None
     if not isinstance(state, dict) or not state.keys() >= CHECKPOINT_KEYS:
         raise CheckpointError(f"{path} is not a trainer checkpoint")
-    check_run_arguments(state, args, path)
+    check_run_arguments(state, args, world, path)
     if state["epoch"] + 1 > args.epochs:
         raise CheckpointError(
             f"--epochs {args.epochs} is fewer than the {state['epoch'] + 1} epochs "
@@ -365,20 +392,30 @@ def first_line(exc: BaseException) -> str:
 
 
 EXIT_SIGTERM = 143  # 128 + SIGTERM, as a shell reports a process that SIGTERM ended
-_sigterm = {"deferring": False, "pending": False}
+_sigterm = {"deferring": False, "pending": False, "received": False}
 
 
 def exit_on_sigterm() -> None:
-    """Make SIGTERM, with which the tuner stops a trial, a normal exit (``EXIT_SIGTERM``), so
-    that cleanup runs: ``finally`` blocks, and atexit's removal of data downloaded from s3://.
-    Inside ``sigterm_deferred`` the exit waits for the block's end."""
+    """Make SIGTERM, with which the tuner stops a trial, an exit that cleans up first
+    (``finally`` blocks, and atexit's removal of data downloaded from s3://); then the process
+    ends by SIGTERM itself, so whoever watches it sees the signal, not an exit code. Inside
+    ``sigterm_deferred`` the exit waits for the block's end."""
 
     def stop(signum: int, frame: Any) -> None:
+        _sigterm["received"] = True
         if _sigterm["deferring"]:
             _sigterm["pending"] = True
         else:
             raise SystemExit(EXIT_SIGTERM)
 
+    def end_by_the_signal() -> None:  # registered first, so atexit runs it last
+        if _sigterm["received"]:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    atexit.register(end_by_the_signal)
     signal.signal(signal.SIGTERM, stop)
 
 
@@ -465,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt" if args.checkpoint_dir else None
     if checkpoint is not None and checkpoint.exists():
         try:
-            state = resume(checkpoint, model, optimizer, args, device)
+            state = resume(checkpoint, model, optimizer, args, world, device)
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -561,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
                         "best_loss": best_loss,
                         "stale": stale,
                         "history": history,
-                        "arguments": run_arguments(args),
+                        "arguments": run_arguments(args, world),
                     },
                     tmp,
                 )

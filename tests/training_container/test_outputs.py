@@ -48,7 +48,9 @@ def test_a_late_write_failure_is_an_output_error(tmp_path):
     assert Path(tmp_path / "fine" / "model.pt").exists()
 
 
-def test_sigterm_ends_the_run_normally_so_downloaded_data_is_removed(cifar_dir, s3, tmp_path):
+def test_sigterm_ends_the_run_after_its_cleanup_so_downloaded_data_is_removed(
+    cifar_dir, s3, tmp_path
+):
     """The tuner stops trials with SIGTERM, which skipped the atexit hook: every stopped
     trial left its copy of CIFAR-10 (178 MB) in /tmp."""
     data = upload_cifar(cifar_dir, "data")
@@ -68,7 +70,7 @@ def test_sigterm_ends_the_run_normally_so_downloaded_data_is_removed(cifar_dir, 
             assert list(temp.glob("cifar10-*"))  # downloaded, and training
             break
     job.send_signal(signal.SIGTERM)
-    assert job.wait(timeout=120) == 143
+    assert job.wait(timeout=120) == -signal.SIGTERM  # after its cleanup: it ends by the signal
     assert not list(temp.glob("cifar10-*"))
 
 
@@ -81,8 +83,33 @@ def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
             time.sleep(0.05)
             (tmp_path / "written").write_text("whole")  # reached: the exit waits
         assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
-        _sigterm["pending"] = False
+        _sigterm["pending"] = _sigterm["received"] = False  # or pytest would end by it
     finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_sigterm_while_the_model_is_written_waits_for_the_whole_file(tmp_path, monkeypatch):
+    """A stop during the final model.pt write left half a file (only checkpoints waited)."""
+    import torch
+
+    real_save = torch.save
+
+    def save_while_stopped(obj: object, path: Path) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        real_save(obj, path)
+
+    monkeypatch.setattr(torch, "save", save_while_stopped)
+    previous = signal.getsignal(signal.SIGTERM)
+    exit_on_sigterm()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            save_outputs(str(tmp_path / "out"), nn.Linear(2, 2), [], False, None)  # type: ignore[arg-type]
+        assert exited.value.code == 143
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["metrics.json", "model.pt"]
+        assert set(torch.load(tmp_path / "out" / "model.pt")) == {"weight", "bias"}
+    finally:
+        _sigterm.update(pending=False, received=False)  # or pytest would end by it
         signal.signal(signal.SIGTERM, previous)
 
 

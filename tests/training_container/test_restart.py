@@ -62,6 +62,25 @@ def test_a_restart_may_change_where_and_how_long_it_runs(trained, checkpoint, tm
     assert code == 0 and "after epoch 0" in out and "[Epoch 1] validation" in out
 
 
+def test_a_checkpoint_of_another_number_of_processes_is_refused(trained, checkpoint, capsys):
+    """torchrun's WORLD_SIZE scales the learning rate: a run checkpointed on 2 processes went
+    on with half its learning rate on 1."""
+    path = checkpoint / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    assert state["arguments"]["world_size"] == 1
+    state["arguments"]["world_size"] = 2
+    torch.save(state, path)
+    capsys.readouterr()
+    assert run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 2
+    assert (
+        "2 processes (WORLD_SIZE) there, 1 here, which scales the learning rate"
+        in capsys.readouterr().err
+    )
+    del state["arguments"]["world_size"]  # written before it was recorded: not checked
+    torch.save(state, path)
+    assert run(*trained[1], "--checkpoint_dir", str(checkpoint), "--epochs", "2") == 0
+
+
 def test_a_checkpoint_without_its_arguments_is_refused(trained, checkpoint, capsys):
     path = checkpoint / "checkpoint.pt"
     state = torch.load(path, weights_only=False)
