@@ -297,7 +297,8 @@ def test_the_report_shows_compute_and_what_early_stopping_saved(tmp_path, sqlite
     for name in ("auto", "hyperband"):
         assert arms[name]["early_stopping"] and arms[name]["compute_reference"] == "full"
         assert arms[name]["stopped_early"] >= 1
-        saved = 1 - arms[name]["compute_seconds_median"] / arms["full"]["compute_seconds_median"]
+        per_job = "compute_seconds_per_job_median"
+        saved = 1 - arms[name][per_job] / arms["full"][per_job]
         assert arms[name]["compute_saved"] == pytest.approx(saved) and saved > 0
     for runs in report["curves"].values():
         used = [p["compute_seconds"] for p in runs[0]]
@@ -385,19 +386,13 @@ def test_a_report_plots_only_the_values_a_range_can_place(tmp_path, sqlite_url):
     assert (tmp_path / "report" / "objective_vs_hyperparameters.png").stat().st_size > 0
 
 
-def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlite_url):
-    """An arm whose every job failed trained nothing to the end: the stopping arm's saving is
-    against the next full-budget arm (it read -32% against the failed arm before)."""
-    store = Store(sqlite_url)
-    for arm, early, ends in [
-        ("broken", "Off", [(TrainingStatus.FAILED, None, 2.0)] * 2),
-        ("full", "Off", [(TrainingStatus.COMPLETED, 0.7, 10.0)] * 2),
-        (
-            "auto",
-            "Auto",
-            [(TrainingStatus.COMPLETED, 0.8, 10.0), (TrainingStatus.STOPPED, 0.5, 5.0)],
-        ),
-    ]:
+def arms_of_jobs(
+    url: str, arms: list[tuple[str, str, list[tuple[TrainingStatus, float | None, float]]]]
+) -> Store:
+    """A store holding one tuning job per arm (name, early_stopping_type, and its jobs' status,
+    objective and seconds)."""
+    store = Store(url)
+    for arm, early, ends in arms:
         store.create_tuning_job(
             arm,
             {
@@ -413,6 +408,43 @@ def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlit
             store.finish_training_job(
                 job.name, status, objective, reason, began_at=1000.0, ended_at=1000.0 + seconds
             )
+    return store
+
+
+def test_compute_saved_is_per_job_so_arms_of_other_budgets_compare(sqlite_url):
+    """An early-stopping arm given twice the jobs read "0% saved" though each of its jobs
+    used half the compute of a full-budget job."""
+    store = arms_of_jobs(
+        sqlite_url,
+        [
+            ("full", "Off", [(TrainingStatus.COMPLETED, 0.7, 10.0)] * 2),
+            (
+                "auto",
+                "Auto",
+                [(TrainingStatus.STOPPED, 0.5, 5.0)] * 3 + [(TrainingStatus.COMPLETED, 0.8, 5.0)],
+            ),
+        ],
+    )
+    arms = {a["arm"]: a for a in build(store, ["full", "auto"])["arms"]}
+    assert arms["auto"]["compute_seconds_median"] == arms["full"]["compute_seconds_median"] == 20
+    assert arms["auto"]["compute_saved"] == pytest.approx(0.5)
+
+
+def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlite_url):
+    """An arm whose every job failed trained nothing to the end: the stopping arm's saving is
+    against the next full-budget arm (it read -32% against the failed arm before)."""
+    store = arms_of_jobs(
+        sqlite_url,
+        [
+            ("broken", "Off", [(TrainingStatus.FAILED, None, 2.0)] * 2),
+            ("full", "Off", [(TrainingStatus.COMPLETED, 0.7, 10.0)] * 2),
+            (
+                "auto",
+                "Auto",
+                [(TrainingStatus.COMPLETED, 0.8, 10.0), (TrainingStatus.STOPPED, 0.5, 5.0)],
+            ),
+        ],
+    )
     arms = {a["arm"]: a for a in build(store, ["broken", "full", "auto"])["arms"]}
     assert arms["broken"]["best_median"] is None
     assert arms["auto"]["compute_reference"] == "full"
@@ -530,16 +562,21 @@ def test_an_arm_without_a_result_saved_no_compute():
         {
             "arm": "good",
             "early_stopping": False,
-            "compute_seconds_median": 100.0,
+            "compute_seconds_per_job_median": 100.0,
             "best_median": 0.9,
         },
         {
             "arm": "bad-auto",
             "early_stopping": True,
-            "compute_seconds_median": 31.0,
+            "compute_seconds_per_job_median": 31.0,
             "best_median": None,
         },
-        {"arm": "auto", "early_stopping": True, "compute_seconds_median": 40.0, "best_median": 0.8},
+        {
+            "arm": "auto",
+            "early_stopping": True,
+            "compute_seconds_per_job_median": 40.0,
+            "best_median": 0.8,
+        },
     ]
     _compute_saved(rows)
     assert [r["compute_saved"] for r in rows] == [None, None, pytest.approx(0.6)]

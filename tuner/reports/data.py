@@ -14,8 +14,9 @@ and why jobs failed: reasons grouped per arm, and every failed job with its reas
 Compute is training-seconds actually used (a job's duration times its GPUs, a fraction of a GPU
 counted by its share; one CPU per job without GPUs), so the curves also give best so far
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
-Hyperband) shows ``compute_saved``: one minus its median compute per run over that of the first
-full-budget arm with a result (``compute_reference``). ``warm_starts`` lists the runs that
+Hyperband) shows ``compute_saved``: one minus its median compute per training job over that of
+the first full-budget arm with a result (``compute_reference``); per job, so that arms of other
+``max_jobs`` compare (with equal budgets it is the saving of the runs' totals). ``warm_starts`` lists the runs that
 started from earlier tuning jobs: their parents and what was taken from each
 (``tuner.warm_start``).
 """
@@ -157,21 +158,22 @@ def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
     """Add ``compute_saved`` (a fraction) and ``compute_reference`` (an arm) to arms that stop
     jobs early and have a result, against the first full-budget arm with a result (an arm whose
     every job failed did not train to the end: it is no reference, and it saved nothing);
-    None where there is none."""
+    None where there is none. Compute is compared per training job (see the module docstring)."""
+    per_job = "compute_seconds_per_job_median"
     full = [
         r
         for r in arm_rows
-        if not r["early_stopping"] and r["compute_seconds_median"] and r["best_median"] is not None
+        if not r["early_stopping"] and r[per_job] and r["best_median"] is not None
     ]
     reference = full[0] if full else None
     for row in arm_rows:
         row["compute_saved"], row["compute_reference"] = None, None
         if reference is None or not row["early_stopping"] or row["best_median"] is None:
             continue
-        used = row["compute_seconds_median"]
+        used = row[per_job]
         row["compute_reference"] = reference["arm"]
         if used is not None:
-            row["compute_saved"] = 1.0 - used / reference["compute_seconds_median"]
+            row["compute_saved"] = 1.0 - used / reference[per_job]
 
 
 def _median(values: list[float]) -> float | None:
@@ -260,6 +262,9 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "early_stopping": stops_early(d),
                 "compute_seconds_median": _median(
                     [c[-1]["compute_seconds"] for c in curves[arm] if c]
+                ),
+                "compute_seconds_per_job_median": _median(
+                    [c[-1]["compute_seconds"] / c[-1]["jobs"] for c in curves[arm] if c]
                 ),
             }
         )
