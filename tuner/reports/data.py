@@ -16,9 +16,9 @@ counted by its share; one CPU per job without GPUs), so the curves also give bes
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per training job over that of
 the first full-budget arm with a result (``compute_reference``); per job, so that arms of other
-``max_jobs`` compare (with equal budgets it is the saving of the runs' totals). ``warm_starts`` lists the runs that
-started from earlier tuning jobs: their parents and what was taken from each
-(``tuner.warm_start``).
+``max_jobs`` compare (with equal budgets it is the saving of the runs' totals).
+``warm_starts`` lists the runs that started from earlier tuning jobs: their parents and what was
+taken from each (``tuner.warm_start``).
 """
 
 from __future__ import annotations
