@@ -78,25 +78,7 @@ def test_bad_settings(docker_host, docker_image):
 
 
 def test_a_tuning_job_in_containers(tmp_path, docker_host, docker_image):
-    tuner = HyperparameterTuner(
-        job_definition={
-            "launcher": "docker",
-            "image": docker_image,
-            "docker_host": docker_host,
-            "network": "none",
-            "command": [PYTHON, str(FAKE_TRAIN)],
-            "working_directory": str(FAKE_TRAIN.parent),
-            "output_path": str(tmp_path / "runs"),
-        },
-        objective_metric_name="accuracy",
-        hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
-        metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
-        strategy="Random",
-        max_jobs=3,
-        max_parallel_jobs=2,
-        random_seed=0,
-        storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
-    )
+    tuner = containers_tuner(tmp_path, docker_host, docker_image, max_jobs=3, parallel=2)
     tuner.fit()
     jobs = tuner.training_jobs()
     assert [j.status.value for j in jobs] == ["Completed"] * 3, jobs[0].failure_reason
@@ -347,9 +329,9 @@ def test_a_sigterm_from_outside_is_an_interruption_and_the_tuners_own_is_not(lau
 
 
 def containers_tuner(
-    tmp_path: Path, host: str, image: str, max_jobs: int = 2, **static: object
+    tmp_path: Path, host: str, image: str, max_jobs: int = 2, parallel: int = 1, **static: object
 ) -> HyperparameterTuner:
-    """A Random tuning job of fake_train containers, one at a time."""
+    """A Random tuning job of fake_train containers."""
     return HyperparameterTuner(
         job_definition={
             "launcher": "docker",
@@ -366,7 +348,7 @@ def containers_tuner(
         metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
         strategy="Random",
         max_jobs=max_jobs,
-        max_parallel_jobs=1,
+        max_parallel_jobs=parallel,
         random_seed=0,
         storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
     )
