@@ -46,6 +46,7 @@ ANSI_ESCAPE = re.compile(
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 DEFAULT_MAX_LINE_CHARS = 64 * 1024
 MAX_REGEX_CHARS = 4096
+MAX_METRIC_NAME_CHARS = 255  # SageMaker's limit; the store holds 256
 # RE2 instructions: measured on 100 KB of noisy log lines, programs of 30-1,092 instructions
 # matched at 22-37 ns per byte, 1,452 at 1.2 us and 5,772 at 33 us (the DFA cache overflows).
 MAX_REGEX_PROGRAM_SIZE = 1000
@@ -81,6 +82,11 @@ class MetricDefinition:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValidationError(f"a metric definition needs a non-empty Name, got {self.name!r}")
+        if len(self.name) > MAX_METRIC_NAME_CHARS or "\x00" in self.name:
+            raise ValidationError(
+                f"a metric's Name must be at most {MAX_METRIC_NAME_CHARS} characters (SageMaker's "
+                f"limit) without NUL bytes, got {self.name!r:.100} ({len(self.name)} characters)"
+            )
         if not isinstance(self.regex, str) or not self.regex:
             raise ValidationError(
                 f"metric {self.name!r} needs a non-empty Regex string, got {self.regex!r}"

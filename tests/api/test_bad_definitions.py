@@ -222,6 +222,18 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         True,
     ),
     (
+        "metric-name-too-long",  # PostgreSQL's column took 256: the tuning job failed mid-run
+        lambda d: d["metric_definitions"].append({"Name": "m" * 300, "Regex": "m=([0-9.]+)"}),
+        ["a metric's Name must be at most 255 characters", "(300 characters)"],
+        True,
+    ),
+    (
+        "metric-name-nul",
+        lambda d: d["metric_definitions"].append({"Name": "acc\x00nul", "Regex": "m=([0-9])"}),
+        ["without NUL bytes", "'acc\\x00nul'"],
+        True,
+    ),
+    (
         "tracking-uri-without-scheme",
         _set("tracking_uri", "localhost:5000"),
         ["tracking_uri must be an MLflow tracking URI", "'localhost:5000'"],
