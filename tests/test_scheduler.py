@@ -381,3 +381,29 @@ def test_a_job_that_rewrites_its_own_log_gets_the_objective_it_printed_last(
     (ended,) = tuner.training_jobs()
     assert ended.objective == 0.9
     assert [p.value for p in tuner.store.metric_points(ended.name)] == [0.1, 0.7, 0.8, 0.9]
+
+
+def test_a_job_whose_start_cannot_be_recorded_is_stopped(tmp_path, sqlite_url, monkeypatch):
+    """A start the store refused to record (PostgreSQL's column took 256 characters of GPU
+    ids) failed the tuning job and left the training job running, unwatched, for ever."""
+    from tuner.launchers import LocalLauncher
+
+    tuner = make_tuner(tmp_path, sqlite_url, {"sleep": 60}, max_jobs=1)
+    store = Store(sqlite_url)
+    d = tuner.definition.model_copy(update={"name": "unrecorded"})
+    store.create_tuning_job("unrecorded", d.to_json())
+
+    def refuse(*args: object, **kw: object) -> None:
+        raise ValueError("value too long for type character varying(256)")
+
+    monkeypatch.setattr(store, "mark_started", refuse)
+    launcher = LocalLauncher()
+    with pytest.raises(ValueError):
+        Scheduler(d, "unrecorded", store, launcher=launcher, poll_interval=0.05).run()
+    assert store.get_tuning_job("unrecorded").status is TuningStatus.FAILED
+    (handle,) = launcher._jobs
+    deadline = time.monotonic() + 30
+    while launcher.poll(handle).running:
+        assert time.monotonic() < deadline, "the unrecorded job runs on"
+        time.sleep(0.05)
+    assert launcher.poll(handle).stopped

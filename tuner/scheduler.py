@@ -488,7 +488,13 @@ class Scheduler:
             return
         self._launch_retry = LAUNCH_RETRY_SECONDS  # it answers again
         gpus = self.launcher.poll(handle).gpus
-        job = self.store.mark_started(job.name, handle, str(spec.workdir), gpus)
+        try:
+            job = self.store.mark_started(job.name, handle, str(spec.workdir), gpus)
+        except StoreUnavailable:
+            raise  # left running: a resume finds it (``launcher.recover``) and adopts it
+        except Exception:
+            self.launcher.stop(handle)  # it cannot be recorded: it must not run on unwatched
+            raise
         self.running[job.name] = _Running(
             job, job.hyperparameters, handle, LogMetricParser(self.metric_definitions)
         )

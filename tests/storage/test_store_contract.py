@@ -283,13 +283,18 @@ def test_a_database_made_by_an_older_version_gains_the_new_columns(database_url)
     with old.engine.begin() as connection:  # as the version before queue times and S3 made it
         connection.execute(text("ALTER TABLE training_jobs DROP COLUMN running_at"))
         connection.execute(text("ALTER TABLE training_jobs DROP COLUMN artifacts_uri"))
+        if old.engine.dialect.name == "postgresql":  # and GPU ids of at most 256 characters
+            connection.execute(
+                text("ALTER TABLE training_jobs ALTER COLUMN gpus TYPE VARCHAR(256)")
+            )
     old.close()
     new = Store(database_url)
     assert new.get_training_job("t-001").hyperparameters == {"lr": 0.1}  # nothing lost
     ended = new.get_training_job("t-002")  # its whole training was counted as queue time
     assert ended.queued_seconds == 0.0 and ended.duration == ended.ended_at - ended.started_at
     new.mark_started("t-001", "h", "/w")
-    new.mark_running("t-001", time.time(), "0")
+    uuids = ",".join(f"GPU-00000000-0000-0000-0000-{i:012d}" for i in range(8))  # 327 characters
+    assert new.mark_running("t-001", time.time(), uuids).gpus == uuids
     assert new.set_artifacts_uri("t-001", "s3://b/t/t-001/").artifacts_uri == "s3://b/t/t-001/"
     new.close()
 

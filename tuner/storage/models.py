@@ -55,7 +55,7 @@ class TrainingJobRow(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     handle: Mapped[str | None] = mapped_column(String(256))
     workdir: Mapped[str | None] = mapped_column(Text)
-    gpus: Mapped[str | None] = mapped_column(String(256))
+    gpus: Mapped[str | None] = mapped_column(Text)  # 8 UUID-style ids join to 327 characters
     created_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float)  # launched (submitted to a queue)
     running_at: Mapped[float | None] = mapped_column(Float)  # its program began running
