@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -11,7 +18,7 @@ import pytest
 from tests.conftest import fake_command
 from tuner import TrainingStatus, TuningJobDefinition
 from tuner.artifacts import ArtifactUploader, split_s3_uri
-from tuner.errors import TunerError, ValidationError
+from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.reports import build
 from tuner.reports.render import top_table
 from tuner.scheduler import Scheduler
@@ -120,3 +127,65 @@ def test_uploader_rules(tmp_path, s3):
         TunerError, match=r"cannot upload .*log\.txt to s3://missing/p/t/j/log\.txt"
     ):
         uploader.upload("t", "j", tmp_path)
+
+
+@pytest.fixture
+def unanswering_endpoint() -> Iterator[str]:
+    """An S3 endpoint that accepts connections and never answers (the kernel's backlog)."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)
+    yield f"http://127.0.0.1:{hole.getsockname()[1]}"
+    hole.close()
+
+
+def test_an_unanswering_endpoint_does_not_hold_up_the_end(
+    tmp_path, sqlite_url, unanswering_endpoint, monkeypatch, caplog
+):
+    """The tuning job's end (and Ctrl-C or SIGTERM) waited for boto3's retries: 185 s."""
+    from tuner import scheduler
+
+    caplog.set_level(logging.WARNING, logger="tuner.scheduler")
+    monkeypatch.setattr(scheduler, "UPLOAD_WAIT_SECONDS", 1.0)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    store = Store(sqlite_url)
+    began = time.monotonic()
+    jobs = run(tmp_path, store, output_s3_uri="s3://t/x", s3_endpoint_url=unanswering_endpoint)
+    assert time.monotonic() - began < 20
+    assert store.get_tuning_job("art").status.value == "Completed"
+    assert [j.artifacts_uri for j in jobs] == [None] * 3
+    assert "were not uploaded within 1 s (left; resuming the tuning job uploads them" in caplog.text
+
+
+def test_a_resume_uploads_what_its_tuner_had_not(tmp_path, sqlite_url, s3, unanswering_endpoint):
+    """Uploads still going when the tuner was killed were never made, and nothing said so."""
+    boto3.client("s3").create_bucket(Bucket="tuning")
+    d = definition(tmp_path, output_s3_uri="s3://tuning/x")
+    spec = tmp_path / "art.yaml"
+    spec.write_text(json.dumps(d.to_json()))
+    store = Store(sqlite_url)
+    base = {**os.environ, "TUNER_DATABASE_URL": sqlite_url, "TUNER_LEASE_SECONDS": "2"}
+    command = [sys.executable, "-m", "tuner"]
+    stalled = {**base, "AWS_ENDPOINT_URL": unanswering_endpoint}
+    first = subprocess.Popen([*command, "run", str(spec), "--no-progress"], env=stalled)
+    deadline = time.monotonic() + 60
+    while sum(j.status is TrainingStatus.COMPLETED for j in jobs_so_far(store)) < 3:
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.1)
+    first.kill()  # while it waits for the uploads
+    first.wait()
+    time.sleep(2.5)  # its lease runs out
+    resumed = subprocess.run([*command, "resume", "art", "--no-progress"], env=base, timeout=120)
+    assert resumed.returncode == 0
+    jobs = store.list_training_jobs("art")
+    assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 3  # none ran again
+    assert all(j.artifacts_uri == f"s3://tuning/x/art/{j.name}/" for j in jobs)
+    assert {f"x/art/{j.name}/log.txt" for j in jobs} <= keys("tuning")
+
+
+def jobs_so_far(store: Store) -> list:
+    try:
+        return store.list_training_jobs("art")
+    except NotFoundError:  # not created yet
+        return []

@@ -9,12 +9,16 @@ config and credentials files, ``AWS_PROFILE``); ``endpoint_url`` overrides the e
 
 from __future__ import annotations
 
+import queue
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError, ValidationError
 
 UPLOADED = ("log.txt", "output")
+UPLOAD_THREADS = 2
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -74,3 +78,33 @@ class ArtifactUploader:
                     f"cannot upload {path} to s3://{self.bucket}/{key}: {exc}"
                 ) from exc
         return location
+
+
+class BackgroundUploads:
+    """``ArtifactUploader.upload`` calls on ``UPLOAD_THREADS`` daemon threads: a process that
+    ends does not wait for an upload an unanswering endpoint holds up (its tuner records what
+    was not uploaded, and a resume uploads it again)."""
+
+    def __init__(self, uploader: ArtifactUploader) -> None:
+        self.uploader = uploader
+        self._work: queue.SimpleQueue[tuple[Future[str], str, str, Path]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, tuning_job: str, training_job: str, workdir: Path) -> Future[str]:
+        future: Future[str] = Future()
+        self._work.put((future, tuning_job, training_job, workdir))
+        if len(self._threads) < UPLOAD_THREADS:
+            thread = threading.Thread(target=self._serve, name="upload", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, tuning_job, training_job, workdir = self._work.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self.uploader.upload(tuning_job, training_job, workdir))
+            except BaseException as exc:  # handed to whoever reads the future
+                future.set_exception(exc)

@@ -27,6 +27,9 @@ Guarantees:
   runs again without using up ``max_jobs``, as a start the launcher could not make does; a
   configuration ended so for the third time fails (a program that ends itself that way would
   otherwise run for ever).
+- Uploads (``output_s3_uri``) run in the background; an ending tuning job waits for them up to
+  ``UPLOAD_WAIT_SECONDS`` and logs those still going; resuming uploads every ended job (not run
+  again) that has no recorded location.
 - Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
   value of the objective metric a running job reports is step k of that job and is shown to the
   stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
@@ -58,12 +61,13 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent import futures
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuner.artifacts import ArtifactUploader
+from tuner.artifacts import ArtifactUploader, BackgroundUploads
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, LauncherUnavailable, LeaseLost, StoreUnavailable
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
@@ -88,6 +92,7 @@ STOP_CHECK_INTERVAL = 0.5
 LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer,
 MAX_LAUNCH_RETRY_SECONDS = 60.0  # twice as long after each further refusal, up to this
 MIN_SLEEP = 0.005
+UPLOAD_WAIT_SECONDS = 30.0  # how long an ending tuning job waits for its jobs' uploads
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
 NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
@@ -230,7 +235,7 @@ class Scheduler:
             ArtifactUploader(jd.output_s3_uri, jd.s3_endpoint_url) if jd.output_s3_uri else None
         )
         self.uploads: dict[str, Future[str]] = {}
-        self._upload_pool: ThreadPoolExecutor | None = None
+        self._upload_pool: BackgroundUploads | None = None
         self._last_stop_check = 0.0
         self._deadline: float | None = None  # epoch seconds, from max_tuning_runtime in run()
         self._launch_paused_until = 0.0  # monotonic; set when the launcher was unavailable
@@ -643,15 +648,24 @@ class Scheduler:
         if self.uploader is None or job.workdir is None:
             return
         if self._upload_pool is None:
-            self._upload_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="upload")
-        self.uploads[job.name] = self._upload_pool.submit(
-            self.uploader.upload, self.name, job.name, Path(job.workdir)
-        )
+            self._upload_pool = BackgroundUploads(self.uploader)
+        self.uploads[job.name] = self._upload_pool.submit(self.name, job.name, Path(job.workdir))
 
-    def _record_uploads(self, wait: bool = False) -> None:
-        """Record the location of every finished upload; log the ones that failed."""
+    def _record_uploads(self, wait: float = 0.0) -> None:
+        """Record the location of every finished upload; log the ones that failed. With
+        ``wait``, wait up to that many seconds for the others first, and log those still
+        going (a resume of the tuning job uploads them again)."""
+        if wait and self.uploads:
+            futures.wait(self.uploads.values(), timeout=wait)
         for name, future in list(self.uploads.items()):
-            if not (wait or future.done()):
+            if not future.done():
+                if wait:
+                    log.warning(
+                        "outputs of %s were not uploaded within %g s (left; resuming the "
+                        "tuning job uploads them again)",
+                        name,
+                        wait,
+                    )
                 continue
             del self.uploads[name]
             try:
@@ -717,6 +731,8 @@ class Scheduler:
             else:
                 if not _ran_again(job):
                     self.launched += 1
+                    if job.artifacts_uri is None and job.workdir and Path(job.workdir).is_dir():
+                        self._upload(job)  # its upload had not ended when its tuner did
                 self._record_end(job, job.hyperparameters)
         stopping = bool(not_started) and self.store.get_tuning_job(self.name).stop_requested
         for job in not_started:
@@ -795,9 +811,7 @@ class Scheduler:
             self._poll_running()
             if self.running:
                 time.sleep(0.02)
-        self._record_uploads(wait=True)
-        if self._upload_pool is not None:
-            self._upload_pool.shutdown()
+        self._record_uploads(wait=UPLOAD_WAIT_SECONDS)
         self.launcher.close()
 
     def _abandon(self, reason: str) -> None:
