@@ -494,3 +494,21 @@ def test_storage_may_come_before_or_after_the_command(tmp_path):
     unused = f"sqlite:///{tmp_path / 'unused.db'}"
     both = tuner(tmp_path, "--storage", unused, "describe", "elsewhere", "--storage", other)
     assert both.returncode == 0 and "elsewhere" in both.stdout
+
+
+def test_the_summary_prints_names_as_they_are(tmp_path, sqlite_url):
+    """The best line printed {"\\u5b66\\u4e60\\u7387": ...} where the table below it read 学习率."""
+    from tests.conftest import fake_command
+    from tuner import CategoricalParameter, HyperparameterTuner
+    from tuner.cli import summary
+
+    tuner = HyperparameterTuner(
+        {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+        "accuracy",
+        {"学习率": CategoricalParameter(["β"])},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        storage=sqlite_url,
+        max_jobs=1,
+    )
+    tuner.fit()
+    assert '{"学习率": "β"}' in summary(tuner)

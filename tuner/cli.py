@@ -158,7 +158,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     best = d["best_training_job"]
     if best:
         lines.append(f"  best: {best['name']} {d['objective']['metric']}={best['objective']:.6g}")
-        lines.append(f"        {json.dumps(best['hyperparameters'])}")
+        lines.append(f"        {json.dumps(best['hyperparameters'], ensure_ascii=False)}")
     done = [
         j
         for j in tuner.training_jobs()
