@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import MlflowServer, fake_command, skip_or_fail
 from tuner import HyperparameterTuner, TrainingStatus, ValidationError
 from tuner.definition import TuningJobDefinition
+from tuner.tracking.mlflow_tracker import mlflow_key
 
 METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.]+)"}]
 
@@ -388,23 +389,27 @@ def test_names_mlflow_refuses_are_renamed_and_nothing_else_is_lost(
     c = client(mlflow_server)
     parent, children = runs_of(mlflow_server, "renamed")
     assert parent.info.status == "FINISHED" and len(children) == 2
-    assert parent.data.tags["team_x"] == "ml" and children[0].data.tags["team_x"] == "ml"
+    team = mlflow_key("team@x")
+    assert parent.data.tags[team] == "ml" and children[0].data.tags[team] == "ml"
     assert parent.info.start_time <= min(r.info.start_time for r in children)  # was after them
     for run, job in zip(children, tuner.training_jobs(), strict=True):
         assert run.info.status == "FINISHED" and run.data.tags["status"] == "Completed"
-        assert run.data.params["lr_group"] == str(job.hyperparameters["lr@group"])
-        assert len(c.get_metric_history(run.info.run_id, "weird ___")) == 3
+        assert run.data.params["lr_group_d27fe6"] == str(job.hyperparameters["lr@group"])
+        assert len(c.get_metric_history(run.info.run_id, "weird ____9893fe")) == 3
         assert len(c.get_metric_history(run.info.run_id, "accuracy")) == 3
         assert "log.txt" in {a.path for a in c.list_artifacts(run.info.run_id)}
 
 
 def test_mlflow_keys():
-    from tuner.tracking.mlflow_tracker import mlflow_key
-
-    assert mlflow_key("lr@group") == "lr_group" and mlflow_key("weird (%)") == "weird ___"
+    assert mlflow_key("lr@group") == "lr_group_d27fe6"  # _ and its SHA-1's first six digits
+    assert mlflow_key("weird (%)") == "weird ____9893fe"
     assert mlflow_key("a/b.c-d e_f") == "a/b.c-d e_f"  # what MLflow takes stays
-    assert mlflow_key("a//b") == "a__b" and mlflow_key("/a") == "_a" and mlflow_key("..") == "_.."
-    assert mlflow_key("x" * 300) == "x" * 250 and mlflow_key("") == "_"
+    assert mlflow_key("a//b") == "a__b_586cec" and mlflow_key("/a") == "_a_2256c6"
+    assert mlflow_key("..") == "_.._9d891e" and mlflow_key("") == "_da39a3"
+    assert mlflow_key("x" * 300) == "x" * 243 + "_02fd68"
+    # A resumed tuner met m@x before m_x and gave it the key the first tuner had given m_x:
+    # the two metrics' histories were swapped. Keys depend on the name alone now.
+    assert mlflow_key("m_x") == "m_x" and mlflow_key("m@x") == "m_x_8dc2aa"
 
 
 def test_artifacts_a_server_keeps_failing_are_left_out_not_blocking(
@@ -468,3 +473,58 @@ def test_a_deleted_experiment_is_named_in_one_error_and_costs_nothing(
     assert len(errors) == 1, errors
     assert "experiment 'deleted' is deleted in MLflow and its name stays taken" in errors[0]
     assert "tuner track deleted" in errors[0]
+
+
+def test_output_files_mlflow_would_mangle_are_logged_escaped(tmp_path, mlflow_server):
+    """``ckpt#1.txt`` and ``ckpt#2.txt`` both became ``output/ckpt`` in MLflow (its HTTP
+    artifact client cuts names at ``#``), the second overwriting the first, and nothing said."""
+    from tuner.tracking.mlflow_tracker import log_outputs
+
+    output = tmp_path / "job" / "output"
+    (output / "sub").mkdir(parents=True)
+    names = ["ckpt#1.txt", "ckpt#2.txt", "q?x.txt", "pct%20.txt", "sub/a#b", "plain.txt"]
+    for name in names:
+        (output / name).write_text(f"content of {name}")
+    c = client(mlflow_server)
+    run_id = c.create_run(c.create_experiment("escaped")).info.run_id
+    log_outputs(c, run_id, output)
+    logged = {a.path for a in c.list_artifacts(run_id, "output")}
+    logged |= {a.path for a in c.list_artifacts(run_id, "output/sub")}
+    expected = [
+        "ckpt_231.txt",
+        "ckpt_232.txt",
+        "q_3fx.txt",
+        "pct_2520.txt",
+        "sub/a_23b",
+        "plain.txt",
+    ]
+    assert logged == {f"output/{e}" for e in expected} | {"output/sub"}
+    folder = c.download_artifacts(run_id, "output", str(tmp_path / "back"))
+    for name, escaped in zip(names, expected, strict=True):
+        assert Path(folder, escaped).read_text() == f"content of {name}"
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["output"]  # staging removed
+
+
+def test_twins_of_a_retried_run_creation_are_deleted(
+    tmp_path, sqlite_url, mlflow_server, monkeypatch
+):
+    """MLflow's client retries a create_run whose answer a gateway lost (a 504) or that timed
+    out, though the server had made the run: the experiment held two parent runs of the tuning
+    job (and two of each training job), the empty twin RUNNING for ever."""
+    from mlflow.tracking import MlflowClient
+
+    create = MlflowClient.create_run
+
+    def created_twice(self: MlflowClient, *args: Any, **kw: Any) -> Any:
+        create(self, *args, **kw)  # the server made it; the answer was lost
+        return create(self, *args, **kw)
+
+    monkeypatch.setattr(MlflowClient, "create_run", created_twice)
+    data = definition(tmp_path, mlflow_server.url, "twins", max_jobs=2)
+    data["hyperparameter_ranges"] = {"x": {"type": "categorical", "values": [0.1, 0.5]}}
+    tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
+    tuner.fit()
+    c = client(mlflow_server)
+    runs = c.search_runs([c.get_experiment_by_name("twins").experiment_id], max_results=100)
+    assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
+    assert_mirrors_the_store(mlflow_server, tuner)

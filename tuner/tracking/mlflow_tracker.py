@@ -27,12 +27,15 @@ the tuner's output.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import math
 import os
 import posixpath
 import queue
 import re
+import shutil
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -85,15 +88,49 @@ def _word(value: Any) -> str:
 
 
 def mlflow_key(name: str) -> str:
-    """``name`` as MLflow takes a param, metric or tag key: characters other than letters,
-    digits, ``_ - . /`` and space become ``_``; a path that would normalise to another name
-    (``a//b``, ``/a``, ``..``) is flattened; at most ``MAX_KEY`` characters."""
+    """``name`` as MLflow takes a param, metric or tag key: a name it takes stays as it is;
+    otherwise characters other than letters, digits, ``_ - . /`` and space become ``_``, a path
+    that would normalise to another name (``a//b``, ``/a``, ``..``) is flattened, and ``_``
+    plus six hex digits of the name's SHA-1 end it, within ``MAX_KEY`` characters. The key
+    depends on the name alone, so two names never share one, whichever comes first (a resumed
+    tuner and ``tuner track`` meet them in another order than the first tuner did)."""
     key = re.sub(r"[^\w.\- /]", "_", name)
     if posixpath.normpath(key) != key or key.startswith(("/", "..")) or key == ".":
         key = key.replace("/", "_")
         if key.startswith("..") or key == ".":
             key = "_" + key
-    return key[:MAX_KEY] or "_"
+    if key == name and 0 < len(name) <= MAX_KEY:
+        return name
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    return f"{key[: MAX_KEY - 7]}_{digest}"
+
+
+# Characters MLflow's HTTP artifact client cuts a file's name at (``#``, ``?``) or decodes
+# (``%``): ``ckpt#1.txt`` and ``ckpt#2.txt`` both became ``ckpt``, the second overwriting the first.
+ARTIFACT_ESCAPES = {"#": "_23", "?": "_3f", "%": "_25"}
+
+
+def artifact_name(relative: str) -> str:
+    """A file's path under ``output/`` as logged: ``ARTIFACT_ESCAPES`` replaced."""
+    return "".join(ARTIFACT_ESCAPES.get(c, c) for c in relative)
+
+
+def log_outputs(client: Any, run_id: str, output: Path) -> None:
+    """Log the folder ``output`` as the run's ``output/`` artifacts; files whose names MLflow
+    would mangle go under ``artifact_name`` (hard-linked into a staging folder beside it)."""
+    files = [p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()]
+    if all(artifact_name(f) == f for f in files):
+        client.log_artifacts(run_id, str(output), "output")
+        return
+    with tempfile.TemporaryDirectory(dir=output.parent, prefix=".mlflow-output-") as staging:
+        for relative in files:
+            target = Path(staging, artifact_name(relative))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(output / relative, target)
+            except OSError:  # another file system, or links refused
+                shutil.copy2(output / relative, target)
+        client.log_artifacts(run_id, staging, "output")
 
 
 def steps(points: Iterable[MetricPoint], counts: dict[str, int]) -> list[tuple[MetricPoint, int]]:
@@ -150,7 +187,6 @@ class MlflowTracker(Tracker):
         self._held: Op | None = None  # taken from the queue, to be sent next
         self._inflight: Op | None = None  # being sent (retried until it goes through)
         self._done: set[str] = set()  # training jobs whose runs MLflow holds as ended
-        self._keys: dict[str, str] = {}  # our names -> MLflow keys, distinct
         self._artifact_failures: Counter[str] = Counter()  # training job -> failed uploads
         self._thread = threading.Thread(target=self._work, name=f"mlflow-{tuning_job}", daemon=True)
 
@@ -323,10 +359,11 @@ class MlflowTracker(Tracker):
         # Name and creation time: a tuning job of the same name from another store (or one
         # deleted and made again) gets a parent run of its own.
         created = repr(self.store.get_tuning_job(self.name).created_at)
-        found = self._find(
+        filter_string = (
             f"tags.`{TUNING_TAG}` = '{self.name}' and tags.`{CREATED_TAG}` = '{created}' "
             f"and tags.`{ROLE_TAG}` = 'tuning job'"
         )
+        found = self._find(filter_string)
         tags = {
             **d.tags,
             "strategy": d.strategy,
@@ -341,6 +378,7 @@ class MlflowTracker(Tracker):
                 start_time=_ms(self.store.get_tuning_job(self.name).created_at),
                 tags=self._tags(tags),
             ).info.run_id
+            self._find(filter_string, keep=run_id)  # twins of a retried create go
         else:
             run_id = found.info.run_id
         params = {
@@ -360,9 +398,8 @@ class MlflowTracker(Tracker):
         if job.name in self._runs:
             return self._runs[job.name]
         parent = self._parent_run()
-        found = self._find(
-            f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{TRAINING_TAG}` = '{job.name}'"
-        )
+        filter_string = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{TRAINING_TAG}` = '{job.name}'"
+        found = self._find(filter_string)
         if found is not None:
             run_id: str = found.info.run_id
             if found.info.status != "RUNNING":
@@ -384,15 +421,30 @@ class MlflowTracker(Tracker):
                 start_time=_ms(job.started_at or job.created_at),
                 tags=self._tags(tags),
             ).info.run_id
+            self._find(filter_string, keep=run_id)  # twins of a retried create go
         self._runs[job.name] = run_id  # first: a refused param must not hide the run
         static = self.definition.job_definition.static_hyperparameters
         self._tolerant(lambda: self._log(run_id, params={**static, **job.hyperparameters}))
         return run_id
 
-    def _find(self, filter_string: str) -> Any:
-        """The first run of the experiment that matches, or None."""
-        runs = self.client.search_runs([self._experiment or ""], filter_string, max_results=1)
-        return runs[0] if runs else None
+    def _find(self, filter_string: str, keep: str | None = None) -> Any:
+        """The run of the experiment that matches, or None. MLflow's client retries a
+        ``create_run`` the server did take when its answer was lost (a gateway's 504, a
+        timeout): the twins, empty, are deleted. Kept: ``keep``, else a run holding params or
+        metrics (the one that was used), else the first."""
+        runs = self.client.search_runs([self._experiment or ""], filter_string, max_results=20)
+        if not runs:
+            return None
+        chosen = next((r for r in runs if r.info.run_id == keep), None) or next(
+            (r for r in runs if r.data.params or r.data.metrics), runs[0]
+        )
+        for run in runs:
+            if run is not chosen:
+                log.info(
+                    "deleting MLflow run %s, a twin of %s", run.info.run_id, chosen.info.run_id
+                )
+                self._tolerant(functools.partial(self.client.delete_run, run.info.run_id))
+        return chosen
 
     def _log(
         self,
@@ -420,15 +472,7 @@ class MlflowTracker(Tracker):
             )
 
     def _key(self, name: str) -> str:
-        """The MLflow key of one of our names (``mlflow_key``), distinct from every other
-        name's: a second name mapping to a taken key gets ``_2``, ``_3``..."""
-        if name not in self._keys:
-            key, taken, n = mlflow_key(name), set(self._keys.values()), 1
-            while key in taken:
-                n += 1
-                key = f"{mlflow_key(name)[: MAX_KEY - 1 - len(str(n))]}_{n}"
-            self._keys[name] = key
-        return self._keys[name]
+        return mlflow_key(name)
 
     def _tags(self, tags: dict[str, Any]) -> dict[str, str]:
         """Tags as a new run takes them: keys MLflow takes, values within its limit."""
@@ -499,7 +543,7 @@ class MlflowTracker(Tracker):
             self.client.log_artifact(run_id, str(workdir / "log.txt"))
         output = workdir / "output"
         if output.is_dir() and any(output.iterdir()):
-            self.client.log_artifacts(run_id, str(output), "output")
+            log_outputs(self.client, run_id, output)
 
     def _do_finish(self, record: TuningJob) -> None:
         run_id = self._parent_run()
