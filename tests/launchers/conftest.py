@@ -3,6 +3,7 @@ engine (``TUNER_TEST_DOCKER_HOST``, started by ``.ci/docker.sh``)."""
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import subprocess
@@ -98,11 +99,14 @@ def make(request: pytest.FixtureRequest) -> Iterator[Callable[..., Launcher]]:
         return launcher
 
     yield factory
+    import docker
+
     for launcher in made:
         for container in launcher.client.containers.list(
             all=True, filters={"label": "tuner.training-job"}
         ):
-            container.remove(force=True)
+            with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile
+                container.remove(force=True)
         launcher.close()
 
 
