@@ -139,10 +139,15 @@ def unanswering_endpoint() -> Iterator[str]:
     hole.close()
 
 
-def test_an_unanswering_endpoint_does_not_hold_up_the_end(
+def test_an_unanswering_endpoint_does_not_hold_up_a_stop(
     tmp_path, sqlite_url, unanswering_endpoint, monkeypatch, caplog
 ):
-    """The tuning job's end (and Ctrl-C or SIGTERM) waited for boto3's retries: 185 s."""
+    """Ctrl-C or SIGTERM waited for boto3's retries against an endpoint that never answered
+    (185 s: a supervisor's SIGKILL comes first), and the threads of a pool were joined at exit.
+    """
+    import _thread
+    import threading
+
     from tuner import scheduler
 
     caplog.set_level(logging.WARNING, logger="tuner.scheduler")
@@ -150,12 +155,25 @@ def test_an_unanswering_endpoint_does_not_hold_up_the_end(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     store = Store(sqlite_url)
+    d = definition(
+        tmp_path, output_s3_uri="s3://t/x", s3_endpoint_url=unanswering_endpoint,
+        static_hyperparameters={"sleep": 1.0},
+    )  # fmt: skip
+    store.create_tuning_job("art", d.to_json())
+
+    def interrupt_after_the_first_end() -> None:  # as Ctrl-C in `tuner run` does
+        while not any(j.status.terminal for j in jobs_so_far(store)):
+            time.sleep(0.05)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_after_the_first_end, daemon=True).start()
     began = time.monotonic()
-    jobs = run(tmp_path, store, output_s3_uri="s3://t/x", s3_endpoint_url=unanswering_endpoint)
+    with pytest.raises(KeyboardInterrupt):
+        Scheduler(d, "art", store).run()
     assert time.monotonic() - began < 20
-    assert store.get_tuning_job("art").status.value == "Completed"
-    assert [j.artifacts_uri for j in jobs] == [None] * 3
-    assert "were not uploaded within 1 s (left; resuming the tuning job uploads them" in caplog.text
+    assert store.get_tuning_job("art").status.value == "Stopped"
+    assert "were not uploaded within 1 s; left (its files stay in its folder)" in caplog.text
+    assert not [t for t in threading.enumerate() if t.name == "upload" and not t.daemon]
 
 
 def test_a_resume_uploads_what_its_tuner_had_not(tmp_path, sqlite_url, s3, unanswering_endpoint):
@@ -189,3 +207,20 @@ def jobs_so_far(store: Store) -> list:
         return store.list_training_jobs("art")
     except NotFoundError:  # not created yet
         return []
+
+
+def test_upload_threads_end_once_closed(tmp_path, s3):
+    """Each tuning job left two upload threads behind for ever (a service runs many)."""
+    from tuner.artifacts import BackgroundUploads
+
+    boto3.client("s3").create_bucket(Bucket="threads")
+    (tmp_path / "job" / "output").mkdir(parents=True)
+    (tmp_path / "job" / "log.txt").write_text("accuracy=0.5\n")
+    uploads = BackgroundUploads(ArtifactUploader("s3://threads/p"))
+    done = [uploads.submit("t", f"t-00{i}", tmp_path / "job") for i in range(3)]
+    threads = list(uploads._threads)
+    uploads.close()
+    for thread in threads:
+        thread.join(30)
+        assert not thread.is_alive()
+    assert [f.result() for f in done] == [f"s3://threads/p/t/t-00{i}/" for i in range(3)]

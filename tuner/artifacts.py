@@ -87,7 +87,8 @@ class BackgroundUploads:
 
     def __init__(self, uploader: ArtifactUploader) -> None:
         self.uploader = uploader
-        self._work: queue.SimpleQueue[tuple[Future[str], str, str, Path]] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[tuple[Future[str], str, str, Path] | None]
+        self._work = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
 
     def submit(self, tuning_job: str, training_job: str, workdir: Path) -> Future[str]:
@@ -99,9 +100,15 @@ class BackgroundUploads:
             thread.start()
         return future
 
+    def close(self) -> None:
+        """Let the threads end once the uploads submitted so far are done."""
+        for _ in self._threads:
+            self._work.put(None)
+        self._threads = []
+
     def _serve(self) -> None:
-        while True:
-            future, tuning_job, training_job, workdir = self._work.get()
+        while (work := self._work.get()) is not None:
+            future, tuning_job, training_job, workdir = work
             if not future.set_running_or_notify_cancel():
                 continue
             try:

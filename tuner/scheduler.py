@@ -27,9 +27,9 @@ Guarantees:
   runs again without using up ``max_jobs``, as a start the launcher could not make does; a
   configuration ended so for the third time fails (a program that ends itself that way would
   otherwise run for ever).
-- Uploads (``output_s3_uri``) run in the background; an ending tuning job waits for them up to
-  ``UPLOAD_WAIT_SECONDS`` and logs those still going; resuming uploads every ended job (not run
-  again) that has no recorded location.
+- Uploads (``output_s3_uri``) run in the background; an ending tuning job waits for them (one
+  stopped by Ctrl-C or SIGTERM at most ``UPLOAD_WAIT_SECONDS``, logging those it leaves);
+  resuming uploads every ended job (not run again) that has no recorded location.
 - Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
   value of the objective metric a running job reports is step k of that job and is shown to the
   stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
@@ -92,7 +92,7 @@ STOP_CHECK_INTERVAL = 0.5
 LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer,
 MAX_LAUNCH_RETRY_SECONDS = 60.0  # twice as long after each further refusal, up to this
 MIN_SLEEP = 0.005
-UPLOAD_WAIT_SECONDS = 30.0  # how long an ending tuning job waits for its jobs' uploads
+UPLOAD_WAIT_SECONDS = 30.0  # how long a tuning job stopped by a signal waits for uploads
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
 NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
@@ -276,7 +276,7 @@ class Scheduler:
                 "itself)"
             ) from None
         except KeyboardInterrupt:
-            self._shutdown()
+            self._shutdown(upload_wait=UPLOAD_WAIT_SECONDS)  # a supervisor's kill may follow
             self._end(TuningStatus.STOPPED, SIGNALLED)
             raise
         except Exception as exc:
@@ -651,18 +651,18 @@ class Scheduler:
             self._upload_pool = BackgroundUploads(self.uploader)
         self.uploads[job.name] = self._upload_pool.submit(self.name, job.name, Path(job.workdir))
 
-    def _record_uploads(self, wait: float = 0.0) -> None:
+    def _record_uploads(self, wait: float | None = 0.0) -> None:
         """Record the location of every finished upload; log the ones that failed. With
-        ``wait``, wait up to that many seconds for the others first, and log those still
-        going (a resume of the tuning job uploads them again)."""
-        if wait and self.uploads:
+        ``wait`` (seconds; None: as long as they take), wait for the others first; those still
+        going after it are logged and left (their files stay in the job's folder)."""
+        if wait != 0.0 and self.uploads:
             futures.wait(self.uploads.values(), timeout=wait)
         for name, future in list(self.uploads.items()):
             if not future.done():
-                if wait:
+                if wait != 0.0:
                     log.warning(
-                        "outputs of %s were not uploaded within %g s (left; resuming the "
-                        "tuning job uploads them again)",
+                        "outputs of %s were not uploaded within %g s; left (its files stay "
+                        "in its folder)",
                         name,
                         wait,
                     )
@@ -803,15 +803,18 @@ class Scheduler:
         self.strategy.mark_pending(job.hyperparameters)
         self._emit("ended", ended)
 
-    def _shutdown(self) -> None:
-        """Stop every running job and wait until each has ended and been recorded."""
+    def _shutdown(self, upload_wait: float | None = None) -> None:
+        """Stop every running job and wait until each has ended and been recorded, and for
+        the uploads of their outputs (at most ``upload_wait`` seconds, if given)."""
         for run in self.running.values():
             self.launcher.stop(run.handle)
         while self.running:
             self._poll_running()
             if self.running:
                 time.sleep(0.02)
-        self._record_uploads(wait=UPLOAD_WAIT_SECONDS)
+        self._record_uploads(wait=upload_wait)
+        if self._upload_pool is not None:
+            self._upload_pool.close()
         self.launcher.close()
 
     def _abandon(self, reason: str) -> None:
