@@ -497,13 +497,26 @@ class Scheduler:
             job = self.store.mark_started(job.name, handle, str(spec.workdir), gpus)
         except StoreUnavailable:
             raise  # left running: a resume finds it (``launcher.recover``) and adopts it
-        except Exception:
-            self.launcher.stop(handle)  # it cannot be recorded: it must not run on unwatched
+        except Exception as exc:
+            self._end_unrecorded(job, handle, exc)
             raise
         self.running[job.name] = _Running(
             job, job.hyperparameters, handle, LogMetricParser(self.metric_definitions)
         )
         self._emit("started", job)
+
+    def _end_unrecorded(self, job: TrainingJob, handle: str, exc: Exception) -> None:
+        """A started job whose start the store refused to record must not run on unwatched:
+        stopped, waited for (so the launcher cleans up after it: a container is removed) and
+        recorded Failed where the store takes that."""
+        self.launcher.stop(handle)
+        while self.launcher.poll(handle).running:
+            time.sleep(0.05)
+        reason = f"its start could not be recorded ({type(exc).__name__}: {exc}); stopped"
+        try:
+            self.store.finish_training_job(job.name, TrainingStatus.FAILED, failure_reason=reason)
+        except Exception:
+            log.exception("%s: %s, and its end could not be recorded either", job.name, reason)
 
     # Watching
 

@@ -164,30 +164,12 @@ def _add_missing_columns(engine: Engine) -> None:
                         )
 
 
-# Columns an older version made VARCHAR(n) and a newer one made TEXT (PostgreSQL enforces the
-# length; SQLite ignores it).
-WIDENED = (("training_jobs", "gpus"),)
-
-
-def _widen_columns(engine: Engine) -> None:
-    """Turn the ``WIDENED`` columns an older version created with a length limit into TEXT."""
-    if engine.dialect.name != "postgresql":
-        return
-    inspector = inspect(engine)
-    with engine.begin() as connection:
-        for table, name in WIDENED:
-            column = next(c for c in inspector.get_columns(table) if c["name"] == name)
-            if getattr(column["type"], "length", None) is not None:
-                connection.execute(text(f'ALTER TABLE {table} ALTER COLUMN "{name}" TYPE TEXT'))
-
-
 def _create_schema(engine: Engine, attempts: int = 5) -> None:
     """Create missing tables and columns; another process doing it at the same moment is fine."""
     for attempt in range(attempts):
         try:
             Base.metadata.create_all(engine)
             _add_missing_columns(engine)
-            _widen_columns(engine)
             return
         except (OperationalError, ProgrammingError, IntegrityError):
             if attempt == attempts - 1:
