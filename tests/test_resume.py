@@ -417,6 +417,25 @@ def test_a_job_recorded_not_started_does_not_use_the_budget_after_a_restart(tmp_
     assert record.status is TuningStatus.COMPLETED
     jobs = store.list_training_jobs("resume")
     assert sum(j.status is TrainingStatus.COMPLETED for j in jobs) == 2
+    # and its configuration ran, as it would have without the restart (it was replaced by a
+    # new one: the configuration was lost)
+    assert jobs[1].hyperparameters == {"x": 0.5}
+
+
+@pytest.mark.parametrize("outside", [True, False], ids=["from-outside", "tuner-died"])
+def test_a_job_ended_from_outside_runs_again_after_a_restart(tmp_path, sqlite_url, outside):
+    from tuner.scheduler import ENDED_OUTSIDE
+
+    store = Store(sqlite_url)
+    d = definition(tmp_path, sleep=0.0, max_jobs=2, max_parallel_jobs=1)
+    store.create_tuning_job("resume", d.to_json())
+    job = store.create_training_job("resume", 1, {"x": 0.123})
+    reason = f"{ENDED_OUTSIDE}its container got SIGTERM" if outside else INTERRUPTED
+    store.finish_training_job(job.name, TrainingStatus.STOPPED, failure_reason=reason)
+    assert Scheduler(d, "resume", store).run().status is TuningStatus.COMPLETED
+    jobs = store.list_training_jobs("resume")
+    assert [j.status for j in jobs[1:]] == [TrainingStatus.COMPLETED] * 2
+    assert jobs[1].hyperparameters == {"x": 0.123}
 
 
 def test_waiting_on_a_stop_its_dead_process_left_starts_nothing(tmp_path, sqlite_url):

@@ -81,7 +81,7 @@ from tuner.space import Config
 from tuner.stopping import StoppingRule, stopping_rule_for, told_value
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
-from tuner.summary import stopped_early
+from tuner.summary import ENDED_OUTSIDE, INTERRUPTED, NOT_STARTED, ran_again, stopped_early
 from tuner.tracking import Tracker, tracker_for
 from tuner.warm_start import prime
 
@@ -94,9 +94,6 @@ MAX_LAUNCH_RETRY_SECONDS = 60.0  # twice as long after each further refusal, up 
 MIN_SLEEP = 0.005
 UPLOAD_WAIT_SECONDS = 30.0  # how long a tuning job stopped by a signal waits for uploads
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
-INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
-NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
-ENDED_OUTSIDE = "interrupted from outside: "  # its platform ended it; runs again, budget kept
 MAX_OUTSIDE_RERUNS = 2  # a configuration ended that way a third time fails (a loop otherwise)
 NEVER_STARTED = "stopped before it started: its tuning job was asked to stop"
 SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
@@ -107,12 +104,8 @@ class _Detached(Exception):
     pass
 
 
-def _ran_again(job: TrainingJob) -> bool:
-    """A job recorded as lost or never started: its configuration ran again, budget kept."""
-    reason = job.failure_reason or ""
-    return job.status is TrainingStatus.STOPPED and (
-        reason == INTERRUPTED or reason.startswith((NOT_STARTED, ENDED_OUTSIDE))
-    )
+def _config_key(config: Config) -> str:
+    return json.dumps(config, sort_keys=True, default=str)
 
 
 def training_argv(command: list[str], static: dict[str, Any], config: Config) -> list[str]:
@@ -608,6 +601,8 @@ class Scheduler:
         elif status.interrupted and self._ended_outside(run.config) < MAX_OUTSIDE_RERUNS:
             # not the program's doing: run again, budget kept
             self.launched -= 1
+            if self.stopping is not None:  # its rerun is not judged against this run
+                self.stopping.forget(run.job.name)
             ended = self.store.finish_training_job(
                 run.job.name,
                 TrainingStatus.STOPPED,
@@ -735,6 +730,7 @@ class Scheduler:
         prime(self.strategy, self.store.get_tuning_job(self.name).warm_start)
         jobs = self.store.list_training_jobs(self.name)
         self._replay_stopping(jobs)
+        last_run = {_config_key(j.hyperparameters): j.number for j in jobs}  # each one's last
         for job in jobs:
             self.last_number = max(self.last_number, job.number)
             if job.status is TrainingStatus.PENDING:
@@ -742,10 +738,13 @@ class Scheduler:
             elif job.status is TrainingStatus.IN_PROGRESS:
                 self._reattach(job)
             else:
-                if not _ran_again(job):
+                if not ran_again(job):
                     self.launched += 1
                     if job.artifacts_uri is None and job.workdir and Path(job.workdir).is_dir():
                         self._upload(job)  # its upload had not ended when its tuner did
+                elif last_run[_config_key(job.hyperparameters)] == job.number:
+                    self.reruns.append(job.hyperparameters)  # its tuner ended before the rerun
+                    self.strategy.mark_pending(job.hyperparameters)
                 self._record_end(job, job.hyperparameters)
         stopping = bool(not_started) and self.store.get_tuning_job(self.name).stop_requested
         for job in not_started:
@@ -768,13 +767,18 @@ class Scheduler:
         if self.stopping is None:
             return
         objective = self.definition.objective_metric_name
-        values = [
+        values: list[tuple[float, int, float, TrainingJob, float | None]] = [
             (p.timestamp, job.number, p.seq, job, p.value)
             for job in jobs
             for p in self.store.metric_points(job.name, objective)
         ]
+        # A job that ran again was forgotten when it ended, after its values.
+        values += [(j.ended_at or 0.0, j.number, math.inf, j, None) for j in jobs if ran_again(j)]
         steps: dict[str, int] = {}
         for _, _, _, job, value in sorted(values, key=lambda v: v[:3]):
+            if value is None:
+                self.stopping.forget(job.name)
+                continue
             steps[job.name] = steps.get(job.name, 0) + 1
             self.stopping.report(job.name, job.number, job.hyperparameters, steps[job.name], value)
 
@@ -812,6 +816,8 @@ class Scheduler:
         ended = self.store.finish_training_job(
             job.name, TrainingStatus.STOPPED, failure_reason=INTERRUPTED
         )
+        if self.stopping is not None:
+            self.stopping.forget(job.name)
         self.reruns.append(job.hyperparameters)
         self.strategy.mark_pending(job.hyperparameters)
         self._emit("ended", ended)

@@ -33,6 +33,20 @@ def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:
     return max(done, key=lambda j: (sign * (j.objective or 0.0), -j.number))
 
 
+INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
+NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
+ENDED_OUTSIDE = "interrupted from outside: "  # its platform ended it; runs again, budget kept
+
+
+def ran_again(job: TrainingJob) -> bool:
+    """A job recorded as lost, ended from outside or never started: its configuration runs
+    again and it does not count towards ``max_jobs``."""
+    reason = job.failure_reason or ""
+    return job.status is TrainingStatus.STOPPED and (
+        reason == INTERRUPTED or reason.startswith((NOT_STARTED, ENDED_OUTSIDE))
+    )
+
+
 def stopped_early(job: TrainingJob) -> bool:
     """Whether a stopping rule (median rule, Hyperband rung) stopped the job."""
     return job.status is TrainingStatus.STOPPED and (job.failure_reason or "").startswith(

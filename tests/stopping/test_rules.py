@@ -160,3 +160,22 @@ def test_one_bracket_is_asha_and_brackets_are_checked():
     assert rungs.report("b", 2, {}, 1, 0.4) == "early stopping at step 1"
     with pytest.raises(ValidationError, match=r"brackets must be within 1\.\.3 .* got 4"):
         HyperbandRungs(True, 1, 9, 3, brackets=4)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [HyperbandRungs(True, 1, 9, 3, brackets=1), MedianStoppingRule(True, min_jobs=1)],
+    ids=["asha", "median"],
+)
+def test_a_forgotten_job_does_not_judge_its_own_rerun(rule):
+    """An interrupted job runs again with the same configuration and reports the same values:
+    judged against its own first run (ties go to the earlier value), ASHA stopped the best
+    configuration so far at its first rung."""
+    for step in (1, 2, 3):  # a weaker configuration first, so that the rule has a reference
+        rule.report("weak", 1, {"x": 0.1}, step, 0.5)
+    rule.report("best", 2, {"x": 0.2}, 1, 0.9)
+    rule.report("best", 2, {"x": 0.2}, 2, 0.9)  # then interrupted from outside
+    rule.forget("best")
+    assert rule.report("rerun", 3, {"x": 0.2}, 1, 0.9) is None
+    assert rule.report("rerun", 3, {"x": 0.2}, 2, 0.9) is None
+    assert rule.report("rerun", 3, {"x": 0.2}, 3, 0.9) is None

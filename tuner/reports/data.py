@@ -15,8 +15,9 @@ Compute is training-seconds actually used (a job's duration times its GPUs, a fr
 counted by its share; one CPU per job without GPUs), so the curves also give best so far
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per training job over that of
-the first full-budget arm with a result (``compute_reference``); per job, so that arms of other
-``max_jobs`` compare (with equal budgets it is the saving of the runs' totals).
+the first full-budget arm with a result (``compute_reference``); per job counted towards
+``max_jobs`` (not a start that did not happen, nor a run ended from outside, whose compute
+counts), so that arms of other ``max_jobs`` compare.
 ``warm_starts`` lists the runs that started from earlier tuning jobs: their parents and what was
 taken from each (``tuner.warm_start``).
 """
@@ -32,7 +33,7 @@ from tuner.errors import ValidationError
 from tuner.failures import failure_groups
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
 from tuner.storage import Store
-from tuner.summary import stopped_early, training_job_dict
+from tuner.summary import ran_again, stopped_early, training_job_dict
 from tuner.warm_start import summary as warm_start_summary
 
 
@@ -264,7 +265,11 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                     [c[-1]["compute_seconds"] for c in curves[arm] if c]
                 ),
                 "compute_seconds_per_job_median": _median(
-                    [c[-1]["compute_seconds"] / c[-1]["jobs"] for c in curves[arm] if c]
+                    [
+                        c[-1]["compute_seconds"] / counted
+                        for run, c in zip(members, curves[arm], strict=True)
+                        if c and (counted := sum(not ran_again(j) for j in run.ended()))
+                    ]
                 ),
             }
         )

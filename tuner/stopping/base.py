@@ -11,7 +11,8 @@ Contract every rule keeps:
   they were parsed rebuilds the same state and the same decisions (resume after a crash never
   stops or promotes anything twice).
 - ``report`` is called at most once per (job, step) and returns a reason at most once per job;
-  ``decided(job)`` gives that reason afterwards.
+  ``decided(job)`` gives that reason afterwards. ``forget(job)`` drops a job's values (a job
+  interrupted from outside, whose configuration runs again).
 - Values are in the user's direction; rules compare in minimization form.
 """
 
@@ -45,6 +46,16 @@ class StoppingRule(ABC):
     def decided(self, job: str) -> str | None:
         """The reason ``job`` was (or is to be) stopped, or None."""
         return self._decided.get(job)
+
+    def forget(self, job: str) -> None:
+        """Drop what ``job`` reported: it was interrupted from outside and its configuration
+        runs again, whose values must not be judged against its own first run's."""
+        self._decided.pop(job, None)
+        self._forget(job)
+
+    @abstractmethod
+    def _forget(self, job: str) -> None:
+        """Drop the job's recorded values."""
 
     @abstractmethod
     def _judge(self, job: str, number: int, config: Config, step: int, loss: float) -> str | None:

@@ -70,7 +70,7 @@ class HyperbandRungs(StoppingRule):
                 f"got {brackets}"
             )
         self.cycle = bracket_cycle(self.s_max, reduction_factor, brackets)
-        self._values: dict[tuple[int, int], list[float]] = {}  # (bracket, rung) -> losses
+        self._values: dict[tuple[int, int], list[tuple[str, float]]] = {}  # -> (job, loss)
         self.results: dict[int, list[RungResult]] = {}  # resource -> results there (all brackets)
 
     def bracket(self, number: int) -> int:
@@ -86,10 +86,16 @@ class HyperbandRungs(StoppingRule):
         if rung < bracket:
             return None
         values = self._values.setdefault((bracket, rung), [])
-        values.append(loss)
+        values.append((job, loss))
         keep = max(1, len(values) // self.eta)
-        better = sum(v <= loss for v in values[:-1])  # ties: the earlier value wins
+        better = sum(v <= loss for _, v in values[:-1])  # ties: the earlier value wins
         return None if better < keep else stop_reason(step)
+
+    def _forget(self, job: str) -> None:
+        """Its rung values no longer judge others (``results``, a model's data, keep them:
+        they are true values of its configuration, and a model counts what it was told)."""
+        for key, values in self._values.items():
+            self._values[key] = [(j, v) for j, v in values if j != job]
 
 
 MAX_RESOURCE_RATIO = 100_000  # max_resource / min_resource: the brackets' cycle grows with it

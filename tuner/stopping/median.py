@@ -38,18 +38,23 @@ class MedianStoppingRule(StoppingRule):
         self.min_jobs = min_jobs
         self.warmup_steps = warmup_steps
         self._sums: dict[str, list[float]] = {}  # job -> cumulative loss sums, index k-1
-        self._averages: dict[int, list[float]] = {}  # step -> running averages of jobs there
+        self._averages: dict[int, dict[str, float]] = {}  # step -> job -> its running average
 
     def _judge(self, job: str, number: int, config: Config, step: int, loss: float) -> str | None:
         sums = self._sums.setdefault(job, [])
         if step != len(sums) + 1:  # steps arrive in order; anything else is a replay slip
             return None
         sums.append((sums[-1] if sums else 0.0) + loss)
-        others = self._averages.setdefault(step, [])
+        others = self._averages.setdefault(step, {})
         stop = (
             step > self.warmup_steps
             and len(others) >= self.min_jobs
-            and loss > statistics.median(others)
+            and loss > statistics.median(others.values())
         )
-        others.append(sums[-1] / step)
+        others[job] = sums[-1] / step
         return stop_reason(step) if stop else None
+
+    def _forget(self, job: str) -> None:
+        self._sums.pop(job, None)
+        for averages in self._averages.values():
+            averages.pop(job, None)
