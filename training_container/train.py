@@ -29,17 +29,31 @@ world size; rank 0 prints and saves.
 
 from __future__ import annotations
 
+import atexit
+import os
+import signal
+import sys
 import time
 
 IMPORTED_AT = time.time()  # before the heavy imports, for the start-up line
+_sigterm = {"deferring": False, "pending": False, "received": False}
+
+
+def _end_by_the_signal() -> None:
+    """After a SIGTERM that ``exit_on_sigterm`` turned into an exit: end by the signal itself.
+    Registered before the heavy imports, so atexit runs it after their exit hooks."""
+    if _sigterm["received"]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+atexit.register(_end_by_the_signal)
 
 import argparse  # noqa: E402
-import atexit  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import os  # noqa: E402
-import signal  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
@@ -392,7 +406,6 @@ def first_line(exc: BaseException) -> str:
 
 
 EXIT_SIGTERM = 143  # 128 + SIGTERM, as a shell reports a process that SIGTERM ended
-_sigterm = {"deferring": False, "pending": False, "received": False}
 
 
 def exit_on_sigterm() -> None:
@@ -408,14 +421,6 @@ def exit_on_sigterm() -> None:
         else:
             raise SystemExit(EXIT_SIGTERM)
 
-    def end_by_the_signal() -> None:  # registered first, so atexit runs it last
-        if _sigterm["received"]:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    atexit.register(end_by_the_signal)
     signal.signal(signal.SIGTERM, stop)
 
 

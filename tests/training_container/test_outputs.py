@@ -83,8 +83,8 @@ def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
             time.sleep(0.05)
             (tmp_path / "written").write_text("whole")  # reached: the exit waits
         assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
-        _sigterm["pending"] = _sigterm["received"] = False  # or pytest would end by it
     finally:
+        _sigterm.update(pending=False, received=False)  # or pytest would end by it
         signal.signal(signal.SIGTERM, previous)
 
 
