@@ -472,11 +472,7 @@ class Scheduler:
             self.launched -= 1
             self._launch_paused_until = time.monotonic() + self._launch_retry
             self._launch_retry = min(2 * self._launch_retry, MAX_LAUNCH_RETRY_SECONDS)
-            ended = self.store.finish_training_job(
-                job.name, TrainingStatus.STOPPED, failure_reason=f"{NOT_STARTED}{exc}"
-            )
-            self.reruns.append(job.hyperparameters)
-            self._emit("ended", ended)
+            self._run_again(job.name, job.hyperparameters, f"{NOT_STARTED}{exc}")
             return
         except LaunchError as exc:
             ended = self.store.finish_training_job(
@@ -601,19 +597,14 @@ class Scheduler:
         elif status.interrupted and self._ended_outside(run.config) < MAX_OUTSIDE_RERUNS:
             # not the program's doing: run again, budget kept
             self.launched -= 1
-            if self.stopping is not None:  # its rerun is not judged against this run
-                self.stopping.forget(run.job.name)
-            ended = self.store.finish_training_job(
+            self._run_again(
                 run.job.name,
-                TrainingStatus.STOPPED,
-                None,
+                run.config,
                 f"{ENDED_OUTSIDE}{status.note}",
-                exit_code,
-                status.began_at,
-                status.ended_at,
+                exit_code=exit_code,
+                began_at=status.began_at,
+                ended_at=status.ended_at,
             )
-            self.reruns.append(run.config)
-            self._emit("ended", ended)
             return
         elif exit_code is None:  # never guessed: a launcher that cannot tell says None
             outcome = TrainingStatus.FAILED
@@ -633,6 +624,19 @@ class Scheduler:
         )
         self._upload(ended)
         self._record_end(ended, run.config)
+
+    def _run_again(self, name: str, config: Config, reason: str, **end: Any) -> None:
+        """Record a job whose configuration runs again without using up ``max_jobs`` (a start
+        the launcher could not make, a job lost or ended from outside): Stopped with ``reason``
+        (``end``: its exit code and times, where known), forgotten by the stopping rule so
+        that its rerun is not judged against it, and queued."""
+        if self.stopping is not None:
+            self.stopping.forget(name)
+        ended = self.store.finish_training_job(
+            name, TrainingStatus.STOPPED, failure_reason=reason, **end
+        )
+        self.reruns.append(config)
+        self._emit("ended", ended)
 
     def _ended_outside(self, config: Config) -> int:
         """How many of this tuning job's runs of ``config`` its platform ended (recorded)."""
@@ -813,14 +817,8 @@ class Scheduler:
             )
             self._record_end(ended, job.hyperparameters)
             return
-        ended = self.store.finish_training_job(
-            job.name, TrainingStatus.STOPPED, failure_reason=INTERRUPTED
-        )
-        if self.stopping is not None:
-            self.stopping.forget(job.name)
-        self.reruns.append(job.hyperparameters)
         self.strategy.mark_pending(job.hyperparameters)
-        self._emit("ended", ended)
+        self._run_again(job.name, job.hyperparameters, INTERRUPTED)
 
     def _shutdown(self, upload_wait: float | None = None) -> None:
         """Stop every running job and wait until each has ended and been recorded, and for

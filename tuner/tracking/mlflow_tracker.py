@@ -462,13 +462,13 @@ class MlflowTracker(Tracker):
     ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
-        param_list = [Param(self._key(k), _word(v)[:MAX_PARAM]) for k, v in (params or {}).items()]
+        param_list = [Param(mlflow_key(k), _word(v)[:MAX_PARAM]) for k, v in (params or {}).items()]
         tag_list = [
-            RunTag(self._key(k), "" if v is None else str(v)[:MAX_TAG])
+            RunTag(mlflow_key(k), "" if v is None else str(v)[:MAX_TAG])
             for k, v in (tags or {}).items()
         ]
         metric_list = [
-            Metric(self._key(p.name), p.value, _ms(p.timestamp) or 0, step) for p, step in metrics
+            Metric(mlflow_key(p.name), p.value, _ms(p.timestamp) or 0, step) for p, step in metrics
         ]
         for i in range(0, max(len(metric_list), 1), BATCH):
             self.client.log_batch(
@@ -478,12 +478,9 @@ class MlflowTracker(Tracker):
                 tags=tag_list if i == 0 else [],
             )
 
-    def _key(self, name: str) -> str:
-        return mlflow_key(name)
-
     def _tags(self, tags: dict[str, Any]) -> dict[str, str]:
         """Tags as a new run takes them: keys MLflow takes, values within its limit."""
-        return {self._key(k): "" if v is None else str(v)[:MAX_TAG] for k, v in tags.items()}
+        return {mlflow_key(k): "" if v is None else str(v)[:MAX_TAG] for k, v in tags.items()}
 
     def _tolerant(self, call: Callable[[], None]) -> None:
         """Run one part of an operation whose refusal (a 4xx) must not stop the rest of it."""
@@ -580,7 +577,7 @@ class MlflowTracker(Tracker):
             run_id = self._run(job)
             stored = steps(self.store.metric_points(job.name), {})
             for name in sorted({p.name for p, _ in stored}):
-                history = self.client.get_metric_history(run_id, self._key(name))
+                history = self.client.get_metric_history(run_id, mlflow_key(name))
                 held = {(m.step, m.timestamp) for m in history}
                 missing = [
                     (p, k)
