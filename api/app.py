@@ -12,17 +12,21 @@ Run it with ``tuner serve`` or ``uvicorn --factory api.app:create_app``.
 """
 
 import asyncio
+import codecs
 import logging
+import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -46,6 +50,8 @@ TRAINING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,80}$"
 FOLLOW_POLL_SECONDS = 0.5
 FOLLOW_LIMIT_SECONDS = 6 * 3600
 LOG_FILE = "log.txt"
+LOG_CHUNK_BYTES = 1 << 20  # a log is read and sent in pieces of this size
+TAIL_LIMIT_BYTES = 16 << 20  # ``tail`` reads at most this much of the end of a log
 
 TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=63)]
 TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=81)]
@@ -126,14 +132,17 @@ def _summary(record: TuningJob) -> dict[str, Any]:
 def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
     """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default), a last
     line without its newline counted as one; read backwards in blocks, each read and counted
-    once (time linear in what is returned)."""
+    once (time linear in what is returned), at most ``TAIL_LIMIT_BYTES`` of them (lines that
+    long are cut at their start)."""
     if lines <= 0:
         return b""
     with open(path, "rb") as f:
         position = f.seek(0, 2) if end is None else end
         blocks: list[bytes] = []
         newlines = 0
-        while position > 0 and newlines <= lines:
+        read = 0
+        while position > 0 and newlines <= lines and read < TAIL_LIMIT_BYTES:
+            read += min(65536, position)
             step = min(65536, position)
             position -= step
             f.seek(position)
@@ -144,10 +153,37 @@ def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
     return b"\n".join(pieces[-lines - 1 :] if data.endswith(b"\n") else pieces[-lines:])
 
 
-def _read_from(path: Path, offset: int) -> bytes:
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by its text (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _read_from(path: Path, offset: int, limit: int = LOG_CHUNK_BYTES) -> bytes:
+    """At most ``limit`` bytes of a file from ``offset``."""
     with open(path, "rb") as f:
         f.seek(offset)
-        return f.read()
+        return f.read(limit)
+
+
+def _log_text(path: Path, end: int) -> Iterator[bytes]:
+    """A log's first ``end`` bytes in pieces of ``LOG_CHUNK_BYTES``, invalid UTF-8 replaced:
+    a log of gigabytes is sent without being held in memory (it was read whole, decoded and
+    encoded again: three times its size per request)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    offset = 0
+    while offset < end:
+        data = _read_from(path, offset, min(LOG_CHUNK_BYTES, end - offset))
+        if not data:
+            break
+        offset += len(data)
+        yield decoder.decode(data).encode()
+    yield decoder.decode(b"", final=True).encode()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -201,6 +237,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(TunerError)
     async def _bad(_: Request, exc: TunerError) -> JSONResponse:
         return JSONResponse({"detail": detail(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's 422, with the offending input it echoes made JSON: a body of ``NaN`` or
+        ``[1e400]`` (not an object) got a 500, as such a number cannot be sent back."""
+        return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, status_code=422)
 
     bearer = HTTPBearer(auto_error=False)
 
@@ -318,8 +360,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             path = Path(job.workdir or "") / LOG_FILE
             if job.workdir is None or not path.exists():
                 return PlainTextResponse("")
-            text = tail_lines(path, tail) if tail else path.read_bytes()
-            return PlainTextResponse(text.decode("utf-8", "replace"))
+            if tail:
+                return PlainTextResponse(tail_lines(path, tail).decode("utf-8", "replace"))
+            end = path.stat().st_size  # what was written when asked
+            return StreamingResponse(_log_text(path, end), media_type="text/plain; charset=utf-8")
 
         async def stream() -> AsyncIterator[bytes]:
             """Waits asleep on the event loop, not in a worker thread: 200 followers held
@@ -334,9 +378,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 current = await asyncio.to_thread(store.get_training_job, name)
             path = Path(current.workdir) / LOG_FILE
             offset = path.stat().st_size
-            yield await asyncio.to_thread(
-                lambda: tail_lines(path, tail, offset) if tail else path.read_bytes()[:offset]
-            )
+            if tail:
+                yield await asyncio.to_thread(tail_lines, path, tail, offset)
+            else:
+                sent = 0
+                while sent < offset:  # what was written when asked, in pieces
+                    size = min(LOG_CHUNK_BYTES, offset - sent)
+                    data = await asyncio.to_thread(_read_from, path, sent, size)
+                    if not data:
+                        break
+                    sent += len(data)
+                    yield data
             while time.monotonic() < deadline:
                 data = await asyncio.to_thread(_read_from, path, offset)
                 offset += len(data)

@@ -140,12 +140,30 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def accepts_gzip(header: str) -> bool:
+    """Whether an ``Accept-Encoding`` header accepts gzip: named (or ``*``) with a quality
+    above 0 (RFC 9110 12.5.3; ``gzip;q=0`` refuses it, and a named coding outranks ``*``)."""
+    qualities: dict[str, float] = {}
+    for part in header.split(","):
+        coding, *params = (p.strip() for p in part.split(";"))
+        quality = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        qualities[coding.lower()] = quality
+    return qualities.get("gzip", qualities.get("*", 0.0)) > 0
+
+
 def compact_json(model: type[BaseModel], data: dict[str, Any], request: Request) -> Response:
     """``data`` as ``model``'s JSON (what FastAPI would send), gzipped when it is large and the
     client accepts gzip: the trials of 5,000 jobs shrink about three times."""
     body = model.model_validate(data).model_dump_json().encode()
     headers = {"Vary": "Accept-Encoding"}
-    if len(body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
+    if len(body) >= GZIP_MIN_BYTES and accepts_gzip(request.headers.get("accept-encoding", "")):
         body = gzip.compress(body, 5)
         headers["Content-Encoding"] = "gzip"
     return Response(body, media_type="application/json", headers=headers)
@@ -160,7 +178,7 @@ def data_router(store: Store, tuning_name: str, training_name: str) -> APIRouter
     @router.get("/dashboard/tuning-jobs", response_model=Overview, tags=["dashboard"])
     def dashboard_tuning_jobs(
         status: TuningStatus | None = None,
-        name: Annotated[str | None, Query(max_length=63)] = None,
+        name: Annotated[str | None, Query(max_length=63, pattern=r"^[A-Za-z0-9-]*$")] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     ) -> dict[str, Any]:

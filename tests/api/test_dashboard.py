@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.requests import Request
 
-from api.dashboard import STATIC, Trials, compact_json
+from api.dashboard import STATIC, Trials, accepts_gzip, compact_json
 from tests.api.conftest import definition, wait_status
 
 DATA_ENDPOINTS = [
@@ -212,3 +212,20 @@ def test_a_log_chunk_never_stalls_inside_a_character(tmp_path, sqlite_url):
     for back in range(1, size + 1):  # every cut from the end starts at a whole character
         chunk = log_chunk(store, "utf-001", -back, 64)
         assert "\ufffd" not in chunk["text"] and whole.endswith(chunk["text"]), back
+
+
+@pytest.mark.parametrize(
+    ("header", "accepted"),
+    [
+        ("gzip, deflate", True),
+        ("GZIP;q=0.5", True),
+        ("*", True),
+        ("gzip;q=0", False),  # refused gzip: it was sent gzip anyway
+        ("identity, gzip;q=0", False),
+        ("*;q=1, gzip;q=0", False),
+        ("nogzip-please", False),
+        ("", False),
+    ],
+)
+def test_gzip_only_for_clients_that_accept_it(header, accepted):
+    assert accepts_gzip(header) is accepted

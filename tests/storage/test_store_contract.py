@@ -178,6 +178,42 @@ def test_stop_request_is_seen_by_another_store_on_the_same_database(store, datab
     other.close()
 
 
+def test_a_stop_request_racing_the_create_is_not_lost(store, database_url):
+    """The create commits after the stop's UPDATE looked for the job and before its read: the
+    stop answered InProgress, was never recorded, and the job ran to its end."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    other = Store(database_url)
+    created = []
+
+    def create_after(conn, cursor, statement, *args):
+        if statement.lstrip().upper().startswith("UPDATE TUNING_JOBS") and not created:
+            created.append(True)
+
+    def commit_create(session):
+        if created == [True]:  # after the stop's UPDATE ended, before it reads the job
+            created.append("creating")  # the create's own commit comes here too
+            store.create_tuning_job("t", DEFINITION)
+
+    event.listen(other.engine, "after_cursor_execute", create_after)
+    event.listen(Session, "after_commit", commit_create)
+    try:
+        answer = other.request_stop("t")
+    finally:
+        event.remove(Session, "after_commit", commit_create)
+    assert len(created) == 2  # the race happened
+    assert answer.stop_requested and answer.status is TuningStatus.STOPPING
+    record = store.get_tuning_job("t")
+    assert record.stop_requested and record.status is TuningStatus.STOPPING
+    other.close()
+
+
+def test_a_stop_request_for_no_job_is_not_found(store):
+    with pytest.raises(NotFoundError):
+        store.request_stop("nope")
+
+
 def test_a_stop_request_racing_the_end_does_not_undo_it(store, database_url):
     """The scheduler records the end between the request's look at the status and its write
     (a stop() wakes the scheduler before it writes): the end stands, not a Stopping forever."""

@@ -232,6 +232,7 @@ def _finite_or_none(value: float | None) -> float | None:
 
 
 RUN_PATIENCE = 120.0  # seconds a store that runs tuning jobs waits for its database
+STOP_ATTEMPTS = 3  # conditional UPDATEs a stop makes while its job reads as running
 log = logging.getLogger("tuner.storage")
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -394,16 +395,24 @@ class Store:
             self._tuning_row(session, name).strategy_state = state
 
     def request_stop(self, name: str) -> TuningJob:
-        """Ask the process running the tuning job to stop it; no-op once it has ended. One
-        conditional UPDATE: an end recorded meanwhile by the scheduler is never undone."""
+        """Ask the process running the tuning job to stop it; no-op once it has ended. A
+        conditional UPDATE: an end recorded meanwhile by the scheduler is never undone. One that
+        matched nothing is tried again while the job reads as running: a create committed
+        between the UPDATE and the read (a stop sent as the job was being created) was answered
+        "InProgress" and the stop was lost."""
         active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
         query = (
             update(TuningJobRow)
             .where(TuningJobRow.name == name, TuningJobRow.status.in_(active))
             .values(stop_requested=True, status=TuningStatus.STOPPING.value)
         )
-        with self._session() as session:
-            session.execute(query)
+        for _ in range(STOP_ATTEMPTS):
+            with self._session() as session:
+                if session.execute(query).rowcount:  # type: ignore[attr-defined]
+                    break
+            job = self.get_tuning_job(name)  # NotFoundError when there is none
+            if job.status.value not in active:
+                return job  # it has ended: nothing to stop
         return self.get_tuning_job(name)
 
     # Leases
