@@ -1,9 +1,12 @@
+import argparse
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tuner import CategoricalParameter, ContinuousParameter, IntegerParameter, ValidationError
-from tuner.parameters import ScalingType, parameter_from_dict
+from tuner.parameters import ScalingType, argv_word, parameter_from_dict
 
 BAD_RANGES = [
     (lambda: ContinuousParameter(0.5, 0.1), "min_value < max_value must hold, got min_value=0.5"),
@@ -148,3 +151,12 @@ def test_numpy_numbers_are_taken_as_the_numbers_they_hold():
     assert type(definition.max_jobs) is int
     with pytest.raises(ValidationError, match="max_jobs"):  # a fraction stays refused
         TuningJobDefinition.parse({**definition.to_json(), "max_jobs": np.float64(2.5)})
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_argparse_reads_every_float_word_back_as_the_same_float(value: float) -> None:
+    """``--x -8.2e-05`` was taken by argparse for an option: the job failed with 'expected
+    one argument' (a range [-1e-4, 1e-4] failed 4 jobs of 6)."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("--x", type=float)
+    assert parser.parse_args(["--x", argv_word(value)]).x == value

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -296,11 +297,17 @@ def plain(value: Any) -> Any:
 
 def argv_word(value: Any) -> str:
     """A hyperparameter value as one argv word, as every launcher passes it: floats in full
-    precision (``repr``), booleans as ``true``/``false``, anything else as ``str``."""
+    precision (``repr``), booleans as ``true``/``false``, anything else as ``str``. A negative
+    float is written without an exponent (``-0.000082``, not ``-8.2e-05``): argparse takes a
+    word that starts with ``-`` for an option unless it looks like ``-5`` or ``-0.5``, so the
+    job would fail with "expected one argument"."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return repr(value)
+        word = repr(value)
+        if value < 0 and "e" in word:
+            word = format(Decimal(word), "f")  # exact: the same float reads back
+        return word
     return str(value)
 
 
