@@ -9,15 +9,22 @@ The parts that apply are read: ``HyperParameterTuningJobConfig`` (``Strategy``,
 ``ContainerArguments``, and ``MetricDefinitions``; ``StaticHyperParameters``;
 ``StoppingCondition.MaxRuntimeInSeconds``), and ``WarmStartConfig``
 (``ParentHyperParameterTuningJobs[].HyperParameterTuningJobName``, ``WarmStartType``).
-SageMaker sends range bounds as strings; they are read as numbers. Anything else in the request
-(roles, VPC, S3 channels) is ignored. A missing or malformed part raises ``ValidationError``
-naming it.
+SageMaker sends range bounds as strings; they are read as numbers. ``TrainingJobDefinition``'s
+``Environment`` becomes the jobs' environment and ``Tags`` the tuning job's tags. The rest of
+SageMaker's fields (roles, VPC, S3 channels, instance types) are accepted and ignored; a field
+SageMaker does not have (a misspelt key) is refused naming it and the fields SageMaker has
+there, and so are the features it has that we do not (``AlgorithmName``, ``AutoParameters``,
+``TrainingJobDefinitions``, ``Autotune``, ``CompleteOnConvergence: Enabled``), so that no
+setting is silently dropped. A missing or malformed part raises ``ValidationError`` naming it.
+``BestObjectiveNotImproving`` counts, as SageMaker does, jobs that did not improve the best by
+1% or more (``min_relative_improvement: 0.01``).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tuner.errors import ValidationError
@@ -25,6 +32,89 @@ from tuner.errors import ValidationError
 SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
 # Static hyperparameters SageMaker reads Hyperband's resource from, in its order.
 RESOURCE_KEYS = ("epochs", "numepochs", "n-epochs", "n_epochs", "num_epochs")
+
+
+# The fields SageMaker's CreateHyperParameterTuningJob request has, per object (API reference).
+FIELDS = {
+    "": {
+        "HyperParameterTuningJobName", "HyperParameterTuningJobConfig", "TrainingJobDefinition",
+        "TrainingJobDefinitions", "WarmStartConfig", "Tags", "Autotune",
+    },
+    "HyperParameterTuningJobConfig": {
+        "Strategy", "StrategyConfig", "HyperParameterTuningJobObjective", "ResourceLimits",
+        "ParameterRanges", "TrainingJobEarlyStoppingType", "TuningJobCompletionCriteria",
+        "RandomSeed",
+    },
+    "ResourceLimits": {"MaxNumberOfTrainingJobs", "MaxParallelTrainingJobs", "MaxRuntimeInSeconds"},
+    "HyperParameterTuningJobObjective": {"Type", "MetricName"},
+    "ParameterRanges": {
+        "IntegerParameterRanges", "ContinuousParameterRanges", "CategoricalParameterRanges",
+        "AutoParameters",
+    },
+    "range": {"Name", "MinValue", "MaxValue", "ScalingType"},
+    "categorical range": {"Name", "Values"},
+    "TuningJobCompletionCriteria": {
+        "TargetObjectiveMetricValue", "BestObjectiveNotImproving", "ConvergenceDetected",
+    },
+    "BestObjectiveNotImproving": {"MaxNumberOfTrainingJobsNotImproving"},
+    "ConvergenceDetected": {"CompleteOnConvergence"},
+    "StrategyConfig": {"HyperbandStrategyConfig"},
+    "HyperbandStrategyConfig": {"MinResource", "MaxResource"},
+    "WarmStartConfig": {"ParentHyperParameterTuningJobs", "WarmStartType"},
+    "TrainingJobDefinition": {
+        "DefinitionName", "TuningObjective", "HyperParameterRanges", "StaticHyperParameters",
+        "AlgorithmSpecification", "RoleArn", "InputDataConfig", "VpcConfig", "OutputDataConfig",
+        "ResourceConfig", "HyperParameterTuningResourceConfig", "StoppingCondition",
+        "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
+        "EnableManagedSpotTraining", "CheckpointConfig", "RetryStrategy", "Environment",
+    },
+    # ContainerEntrypoint / ContainerArguments: ours (CreateTrainingJob's names), to run a command
+    "AlgorithmSpecification": {
+        "TrainingImage", "TrainingInputMode", "AlgorithmName", "MetricDefinitions",
+        "ContainerEntrypoint", "ContainerArguments",
+    },
+    "StoppingCondition": {"MaxRuntimeInSeconds", "MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"},
+}  # fmt: skip
+# SageMaker features this service does not have: refused rather than ignored.
+UNSUPPORTED = {
+    "TrainingJobDefinitions": "several training job definitions in one tuning job are not "
+    "supported: give one TrainingJobDefinition",
+    "Autotune": "Autotune is not supported: give HyperParameterTuningJobConfig",
+    "TrainingJobDefinition.TuningObjective": "give the objective in "
+    "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective",
+    "TrainingJobDefinition.HyperParameterRanges": "give the ranges in "
+    "HyperParameterTuningJobConfig.ParameterRanges",
+    "TrainingJobDefinition.AlgorithmSpecification.AlgorithmName": "SageMaker's algorithms are "
+    "not available here: give TrainingImage or ContainerEntrypoint",
+    "HyperParameterTuningJobConfig.ParameterRanges.AutoParameters": "automatic ranges are not "
+    "supported: give each range",
+}
+
+
+def _known(node: Any, path: str, kind: str | None = None) -> None:
+    """Refuse a field SageMaker does not have at ``path`` (a misspelling, say) and the
+    features listed in ``UNSUPPORTED``; ``kind`` names the field set (default: the path's
+    last part)."""
+    if not isinstance(node, Mapping):
+        return
+    allowed = FIELDS[path.rsplit(".", 1)[-1] if kind is None else kind]
+    for key in node:
+        where = f"{path}.{key}" if path else str(key)
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValidationError(
+                f"{where}: SageMaker has no such field; {hint}the fields there are "
+                f"{', '.join(sorted(allowed))}"
+            )
+        unsupported = UNSUPPORTED.get(where.split("[", 1)[0])
+        if unsupported and node[key] not in (None, [], {}):
+            raise ValidationError(f"{where}: {unsupported}")
+
+
+def _known_items(items: Iterable[Any], path: str, kind: str) -> None:
+    for i, item in enumerate(items):
+        _known(item, f"{path}[{i}]", kind)
 
 
 def is_sagemaker_request(body: Mapping[str, Any]) -> bool:
@@ -124,6 +214,7 @@ def _object(data: Any, path: str, required: bool = True) -> Mapping[str, Any]:
 
 def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
     """Our tuning job definition (a mapping, not yet validated) for a SageMaker request."""
+    _check_fields(body)
     config = _object(body, "HyperParameterTuningJobConfig")
     limits = _object(body, "HyperParameterTuningJobConfig.ResourceLimits")
     objective = _object(body, "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective")
@@ -133,8 +224,11 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
     algorithm = _object(body, "TrainingJobDefinition.AlgorithmSpecification")
     stopping = _object(body, "TrainingJobDefinition.StoppingCondition", False)
     not_improving = _object(criteria, "BestObjectiveNotImproving", False)
+    _convergence(_object(criteria, "ConvergenceDetected", False))
 
     job: dict[str, Any] = {"static_hyperparameters": training.get("StaticHyperParameters") or {}}
+    if training.get("Environment"):
+        job["environment"] = training["Environment"]
     entrypoint = algorithm.get("ContainerEntrypoint")
     if entrypoint:
         if not isinstance(entrypoint, list):
@@ -154,14 +248,16 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         "objective_metric_name": objective.get("MetricName"),
         "metric_definitions": algorithm.get("MetricDefinitions") or [],
         "hyperparameter_ranges": _ranges(ranges),
-        "max_jobs": limits.get("MaxNumberOfTrainingJobs"),
         "max_parallel_jobs": limits.get("MaxParallelTrainingJobs", 1),
         "job_definition": job,
     }
+    if limits.get("MaxNumberOfTrainingJobs") is not None:  # a Grid may leave it out
+        definition["max_jobs"] = limits["MaxNumberOfTrainingJobs"]
     if "TrainingJobEarlyStoppingType" in config:
         definition["early_stopping_type"] = config["TrainingJobEarlyStoppingType"]
     hyperband = _object(config, "StrategyConfig.HyperbandStrategyConfig", False)
-    if hyperband:
+    strategy = definition["strategy"]
+    if hyperband or (isinstance(strategy, str) and strategy.lower() == "hyperband"):
         definition["strategy_config"] = _hyperband(hyperband, job["static_hyperparameters"])
     if limits.get("MaxRuntimeInSeconds") is not None:
         definition["max_tuning_runtime"] = limits["MaxRuntimeInSeconds"]
@@ -169,14 +265,83 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         definition["random_seed"] = config["RandomSeed"]
     if "TargetObjectiveMetricValue" in criteria:
         definition["target_objective_value"] = criteria["TargetObjectiveMetricValue"]
-    warm = _object(body, "WarmStartConfig", False)
-    if warm:
-        definition["warm_start_config"] = _warm_start(warm)
+    if body.get("WarmStartConfig") is not None:
+        definition["warm_start_config"] = _warm_start(_object(body, "WarmStartConfig"))
+    if body.get("Tags"):
+        definition["tags"] = _tags(body["Tags"])
     if not_improving.get("MaxNumberOfTrainingJobsNotImproving") is not None:
         definition["max_jobs_without_improvement"] = not_improving[
             "MaxNumberOfTrainingJobsNotImproving"
         ]
+        definition["min_relative_improvement"] = NOT_IMPROVING_FRACTION
     return definition
+
+
+NOT_IMPROVING_FRACTION = 0.01  # BestObjectiveNotImproving: "improve ... by 1% or greater"
+
+
+def _check_fields(body: Mapping[str, Any]) -> None:
+    """Every object of the request has only SageMaker's fields (see ``FIELDS``)."""
+    _known(body, "")
+    config = body.get("HyperParameterTuningJobConfig")
+    _known(config, "HyperParameterTuningJobConfig")
+    if not isinstance(config, Mapping):
+        return
+    for key in ("ResourceLimits", "HyperParameterTuningJobObjective", "ParameterRanges"):
+        _known(config.get(key), f"HyperParameterTuningJobConfig.{key}")
+    strategy = config.get("StrategyConfig")
+    _known(strategy, "HyperParameterTuningJobConfig.StrategyConfig")
+    if isinstance(strategy, Mapping):
+        path = "HyperParameterTuningJobConfig.StrategyConfig.HyperbandStrategyConfig"
+        _known(strategy.get("HyperbandStrategyConfig"), path)
+    criteria = config.get("TuningJobCompletionCriteria")
+    _known(criteria, "HyperParameterTuningJobConfig.TuningJobCompletionCriteria")
+    if isinstance(criteria, Mapping):
+        for key in ("BestObjectiveNotImproving", "ConvergenceDetected"):
+            _known(
+                criteria.get(key),
+                f"HyperParameterTuningJobConfig.TuningJobCompletionCriteria.{key}",
+            )
+    ranges = config.get("ParameterRanges")
+    if isinstance(ranges, Mapping):
+        for key in ("IntegerParameterRanges", "ContinuousParameterRanges"):
+            if isinstance(ranges.get(key), list):
+                _known_items(ranges[key], f"ParameterRanges.{key}", "range")
+        if isinstance(ranges.get("CategoricalParameterRanges"), list):
+            path = "ParameterRanges.CategoricalParameterRanges"
+            _known_items(ranges["CategoricalParameterRanges"], path, "categorical range")
+    training = body.get("TrainingJobDefinition")
+    _known(training, "TrainingJobDefinition")
+    if isinstance(training, Mapping):
+        for key in ("AlgorithmSpecification", "StoppingCondition"):
+            _known(training.get(key), f"TrainingJobDefinition.{key}")
+    _known(body.get("WarmStartConfig"), "WarmStartConfig")
+
+
+def _convergence(config: Mapping[str, Any]) -> None:
+    """``ConvergenceDetected``: SageMaker's own convergence rule is not ours to copy; Disabled
+    is accepted, Enabled refused (``BestObjectiveNotImproving`` is the rule to use)."""
+    value = config.get("CompleteOnConvergence")
+    if value is None or value == "Disabled":
+        return
+    where = "TuningJobCompletionCriteria.ConvergenceDetected.CompleteOnConvergence"
+    if value == "Enabled":
+        raise ValidationError(
+            f"{where}: SageMaker's automatic convergence detection is not supported, got "
+            "'Enabled': use BestObjectiveNotImproving.MaxNumberOfTrainingJobsNotImproving"
+        )
+    raise ValidationError(f"{where} must be 'Disabled' or 'Enabled', got {value!r:.100}")
+
+
+def _tags(tags: Any) -> dict[str, Any]:
+    """SageMaker's ``[{"Key": k, "Value": v}]`` as our ``tags`` mapping."""
+    if not isinstance(tags, list) or not all(
+        isinstance(tag, Mapping) and set(tag) == {"Key", "Value"} for tag in tags
+    ):
+        raise ValidationError(
+            f'Tags must be a list of {{"Key": ..., "Value": ...}}, got {tags!r:.100}'
+        )
+    return {tag["Key"]: tag["Value"] for tag in tags}
 
 
 def _hyperband(config: Mapping[str, Any], static: Any) -> dict[str, Any]:

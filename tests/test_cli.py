@@ -212,6 +212,45 @@ def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path, signals):
     assert described["training_job_status_counters"]["InProgress"] == 0
 
 
+def test_a_run_stopped_by_ctrl_c_is_resumed_without_using_up_max_jobs(tmp_path):
+    """`tuner resume` refused it ("has ended (Stopped)") and so did running the file again:
+    the rest of max_jobs could never run, e.g. after the end of a Slurm allocation."""
+    marker = tmp_path / "resumed"
+    script = tmp_path / "slow_once.py"
+    script.write_text(
+        "import pathlib, time\n"
+        f"while not pathlib.Path({str(marker)!r}).exists():\n"
+        "    time.sleep(0.1)\n"
+        "print('validation: loss=0.1 accuracy=0.5')\n"
+    )
+    data = definition(tmp_path, max_jobs=3, max_parallel_jobs=2)
+    data["job_definition"]["command"] = [sys.executable, str(script)]
+    env = {**os.environ, **db_env(tmp_path)}
+    command = [sys.executable, "-m", "tuner", "run", str(write(tmp_path, data)), "--name", "cut"]
+    run = subprocess.Popen(
+        [*command, "--no-progress"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 30
+    while len(list((tmp_path / "runs" / "cut").glob("*/log.txt"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.3)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130 and "`tuner resume cut` continues it" in err
+    marker.touch()
+    resumed = tuner(tmp_path, "resume", "cut", "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    described = json.loads(tuner(tmp_path, "describe", "cut", "--json").stdout)
+    assert described["status"] == "Completed"
+    counters = described["training_job_status_counters"]
+    assert counters["Completed"] == 3 and counters["Stopped"] == 2  # the two stopped, run again
+    again = tuner(tmp_path, "resume", "cut", "--no-progress")
+    assert again.returncode == 2 and "has ended (Completed: all max_jobs=3 jobs ended)" in (
+        again.stderr
+    )
+
+
 def test_resume_after_the_tuner_was_killed_reattaches_and_finishes(tmp_path):
     data = definition(tmp_path, max_jobs=3, max_parallel_jobs=2)
     data["job_definition"]["static_hyperparameters"] = {"sleep": 3, "epochs": 3}
@@ -281,6 +320,22 @@ def test_check_metrics_says_how_many_values_were_not_finite(tmp_path):
         "score (objective): 4 values [0.5, -inf, nan ...] last=2 min=0.5 max=2 (2 not finite)"
         in (result.stdout)
     )
+
+
+@pytest.mark.parametrize("last", ["nan", "inf"])
+def test_check_metrics_fails_a_log_whose_objective_is_not_finite(tmp_path, last):
+    """It printed 'objective score (Last) = nan' and exited 0; such a job ends Failed."""
+    log = tmp_path / "sample.log"
+    log.write_text(f"score=0.5\nscore={last}\n" + "score=N/A\n" * 30)
+    metrics = [{"Name": "score", "Regex": r"score=(\S+)"}]
+    config = write(
+        tmp_path, definition(tmp_path, objective_metric_name="score", metric_definitions=metrics)
+    )
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert result.returncode == 1
+    assert f"a training job with this log would fail: its objective is {last}" in result.stdout
+    assert result.stdout.count("captured 'N/A', not a number") == 10
+    assert "... 20 more captures that are not numbers" in result.stdout
 
 
 def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):

@@ -209,6 +209,81 @@ def test_jobs_without_improvement_end_the_tuning_job(tmp_path, sqlite_url):
     assert len(jobs) < 40
 
 
+def test_small_gains_do_not_reset_the_patience_with_min_relative_improvement(tmp_path, sqlite_url):
+    """SageMaker's BestObjectiveNotImproving counts jobs that improved the best by less than
+    1%: each job here beats the last by 0.05%, so the fifth job is never run."""
+    script = tmp_path / "creeping.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "p = pathlib.Path(sys.argv[0]).with_name('count')\n"
+        "k = int(p.read_text()) if p.exists() else 0\n"
+        "p.write_text(str(k + 1))\n"
+        "print(f'validation: loss=0 accuracy={0.9 + 0.0005 * k:.4f}')\n"
+    )
+    job = {"command": [sys.executable, str(script)]}
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        max_jobs=10,
+        max_jobs_without_improvement=3,
+        min_relative_improvement=0.01,
+        job=job,
+    )
+    tuner.fit()
+    d = tuner.describe()
+    assert d["status"] == "Completed"
+    assert (
+        "no improvement by min_relative_improvement=0.01 of the best in 3 jobs"
+        in (d["status_reason"])
+    )
+    jobs = tuner.training_jobs()
+    assert len(jobs) == 4
+    best = tuner.best_training_job()
+    assert best is not None and best.number == 4 and best.objective == 0.9015
+
+
+def test_a_tie_names_the_earliest_job_as_best_everywhere(tmp_path, sqlite_url):
+    """Job 3 ends before job 2 with the same value: the reason named job 3, every other door
+    (describe, best_training_job, reports, MLflow) job 2."""
+    script = tmp_path / "tie.py"
+    script.write_text(
+        "import os, time\n"
+        "k = int(os.environ['TUNER_TRIAL_NAME'][-3:])\n"
+        "time.sleep({1: 0.1, 2: 2.0, 3: 0.6}[k])\n"
+        "print(f'validation: loss=0 accuracy={0.5 if k == 1 else 0.9}')\n"
+    )
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        max_jobs=3,
+        max_parallel_jobs=3,
+        max_jobs_without_improvement=1,
+        job={"command": [sys.executable, str(script)]},
+    )
+    tuner.fit()
+    best = tuner.best_training_job()
+    assert best is not None and best.number == 2
+    ends = {j.number: j.ended_at or 0.0 for j in tuner.training_jobs()}
+    assert ends[3] < ends[2]
+    assert tuner.describe()["status_reason"] == (
+        f"no improvement in 1 jobs since {best.name} (accuracy=0.9)"
+    )
+
+
+def test_an_objective_captured_only_as_text_says_so(tmp_path, sqlite_url):
+    """It said 'was never reported in the log': the regex did match, on text not a number."""
+    script = tmp_path / "text.py"
+    script.write_text("print('validation: loss=0 accuracy=n-a')\n")
+    tuner = make_tuner(
+        tmp_path, sqlite_url, max_jobs=1, job={"command": [sys.executable, str(script)]}
+    )
+    tuner.fit()
+    (job,) = tuner.training_jobs()
+    assert job.failure_reason == (
+        "objective metric 'accuracy' was captured only as text that is not a number, last 'n-a'"
+    )
+
+
 def test_max_runtime_fails_the_job_and_the_tuner_goes_on(tmp_path, sqlite_url):
     tuner = make_tuner(
         tmp_path,

@@ -43,6 +43,32 @@ def tuner_args(tmp_path, **overrides):
     return args
 
 
+def test_max_jobs_left_out_is_ten_or_a_grids_whole_grid(tmp_path):
+    grid = {"layers": IntegerParameter(1, 3), "opt": CategoricalParameter(["sgd", "adam"])}
+    args = tuner_args(tmp_path, strategy="Grid", hyperparameter_ranges=grid)
+    del args["max_jobs"]
+    tuner = HyperparameterTuner(**args)
+    assert tuner.definition.max_jobs == 6
+    tuner.fit()
+    assert len(tuner.training_jobs()) == 6  # it stopped at 10 jobs: a larger grid lost points
+    args = tuner_args(tmp_path)
+    del args["max_jobs"]
+    assert HyperparameterTuner(**args).definition.max_jobs == 10
+
+
+def test_a_failed_jobs_last_value_is_no_final_objective_in_the_dataframe(tmp_path):
+    """Sorting FinalObjectiveValue picked a Failed job as the best (SageMaker leaves it empty)."""
+    args = tuner_args(tmp_path, max_jobs=2, max_parallel_jobs=1)
+    args["job_definition"]["static_hyperparameters"] = {"exit_code": 3}
+    tuner = HyperparameterTuner(**args)
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    assert all(j.status.value == "Failed" and j.objective is not None for j in jobs)
+    frame = tuner.analytics().dataframe()
+    assert list(frame["ObjectiveStatus"]) == ["Failed", "Failed"]
+    assert frame["FinalObjectiveValue"].isna().all()
+
+
 def test_fit_describe_best_and_analytics(tmp_path):
     tuner = HyperparameterTuner(**tuner_args(tmp_path), name="api-test")
     tuner.fit()

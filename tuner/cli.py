@@ -32,6 +32,7 @@ from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
+from tuner.summary import objective_text
 from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds
 
 
@@ -115,7 +116,11 @@ def _drive(
             signal.signal(number, handler)
         bar.close()
     if tuner.describe()["status_reason"] == SIGNALLED:
-        print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
+        print(
+            "tuner: interrupted; running training jobs were stopped; `tuner resume "
+            f"{tuner.name}` continues it",
+            file=sys.stderr,
+        )
         return 130
     print(summary(tuner))
     status = tuner.describe()["status"]
@@ -131,6 +136,10 @@ def _drive(
 
 def _cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _objective_cell(value: float | None) -> str:
+    return "-" if value is None else objective_text(value)
 
 
 def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
@@ -157,7 +166,8 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
                 lines.append(f"       e.g. {group['training_jobs'][0]}: {group['example']}")
     best = d["best_training_job"]
     if best:
-        lines.append(f"  best: {best['name']} {d['objective']['metric']}={best['objective']:.6g}")
+        value = objective_text(best["objective"])
+        lines.append(f"  best: {best['name']} {d['objective']['metric']}={value}")
         lines.append(f"        {json.dumps(best['hyperparameters'], ensure_ascii=False)}")
     done = [
         j
@@ -173,7 +183,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
             [
                 j.name,
                 *(_cell(j.hyperparameters.get(n)) for n in names),
-                _cell(j.objective),
+                _objective_cell(j.objective),
                 _cell(j.duration),
             ]
             for j in shown
@@ -440,6 +450,8 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
             found_objective = True
     for miss in parser.unparsed[:10]:
         print(f"  {miss.name}: captured {miss.text!r}, not a number, in line {miss.line[:120]!r}")
+    if parser.unparsed_count > 10:
+        print(f"  ... {parser.unparsed_count - 10} more captures that are not numbers")
     if found_objective:
         value = final_objective(
             points, definition.objective_metric_name, definition.aggregation, definition.maximize
@@ -448,7 +460,10 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
             f"objective {definition.objective_metric_name} "
             f"({definition.objective_aggregation}) = {value:g}"
         )
-        return 0
+        if value is not None and math.isfinite(value):
+            return 0
+        print(f"a training job with this log would fail: its objective is {value}")
+        return 1
     print(
         f"objective {definition.objective_metric_name!r} was not found: "
         "a training job with this log would fail"

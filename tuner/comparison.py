@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain, read_yaml_file
 from tuner.errors import NotFoundError, ValidationError
 from tuner.records import TuningStatus
-from tuner.scheduler import INTERRUPTED, SIGNALLED, STOPPED_BY_TUNER, EventHandler
+from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
@@ -41,12 +41,14 @@ SHARED_FIELDS = (
     "max_failed_jobs",
     "target_objective_value",
     "max_jobs_without_improvement",
+    "min_relative_improvement",
     "tracking_uri",
 )
 
 
 class Arm(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: true or "4" is no number (it was read as 1 or 4), as in TuningJobDefinition
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")
     strategy: str
@@ -61,7 +63,8 @@ class Arm(BaseModel):
 class ComparisonSpec(BaseModel):
     """See the module docstring; the shared fields are those of ``TuningJobDefinition``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: true or "4" is no number (it was read as 1 or 4), as in TuningJobDefinition
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=NAME_PATTERN, max_length=40)
     arms: list[Arm] = Field(min_length=1)
@@ -76,6 +79,7 @@ class ComparisonSpec(BaseModel):
     max_failed_jobs: int | None = None
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = None
+    min_relative_improvement: float = 0.0
     tracking_uri: str | None = None
 
     @field_validator("arms")
@@ -173,9 +177,8 @@ def run_comparison(
                 on_event=on_event
             )
             continue
-        if record.status is TuningStatus.STOPPED and record.status_reason == SIGNALLED:
-            record = store.reopen_tuning_job(name, STOPPED_BY_TUNER, INTERRUPTED)
-        if not record.status.terminal:
+        interrupted = record.status is TuningStatus.STOPPED and record.status_reason == SIGNALLED
+        if interrupted or not record.status.terminal:  # resume() reopens an interrupted one
             HyperparameterTuner.attach(name, storage=store.url).resume(on_event=on_event)
     return names
 

@@ -26,6 +26,7 @@ from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
 from tuner.stopping.hyperband import SAMPLERS as HYPERBAND_SAMPLERS
 from tuner.strategies import make_strategy, strategy_class, strategy_name
+from tuner.strategies.grid import GridStrategy
 from tuner.tracking import check_tracking_uri
 from tuner.warm_start import WarmStartConfig
 
@@ -258,12 +259,13 @@ class TuningJobDefinition(_Strict):
     early_stopping_options: EarlyStoppingOptions = Field(
         default_factory=lambda: EarlyStoppingOptions.model_validate({})
     )
-    max_jobs: int = Field(..., ge=1, le=MAX_JOBS)
+    max_jobs: int = Field(..., ge=1, le=MAX_JOBS)  # a Grid's default: its size (_grid_size)
     max_parallel_jobs: int = Field(1, ge=1)
     max_failed_jobs: int | None = Field(None, ge=1, le=MAX_JOBS)
     random_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     target_objective_value: float | None = None
     max_jobs_without_improvement: int | None = Field(None, ge=1, le=MAX_JOBS)
+    min_relative_improvement: float = Field(0.0, ge=0, le=1)
     max_tuning_runtime: float | None = Field(None, gt=0, le=MAX_RUNTIME_SECONDS)
     tags: dict[str, str] = Field(default_factory=dict)
     tracking_uri: str | None = None
@@ -298,6 +300,30 @@ class TuningJobDefinition(_Strict):
     @classmethod
     def _strategy(cls, value: str) -> str:
         return strategy_name(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grid_size(cls, data: Any) -> Any:
+        """``max_jobs`` left out of a Grid: the grid's size (SageMaker works it out the same
+        way); every other strategy needs it. A definition the grid cannot be built from is
+        left as it is, for the other checks to name what is wrong."""
+        if not isinstance(data, dict) or data.get("max_jobs") is not None:
+            return data
+        try:
+            if strategy_name(data.get("strategy", "Bayesian")) != "Grid":
+                return data
+            ranges = data["hyperparameter_ranges"].items()
+            space = SearchSpace({n: parameter_from_dict(s) for n, s in ranges})
+            grid = make_strategy("Grid", space, options=data.get("strategy_options"))
+        except Exception:
+            return data
+        assert isinstance(grid, GridStrategy)
+        if grid.size > MAX_JOBS:
+            raise ValueError(
+                f"max_jobs left out runs the whole grid, which must hold at most {MAX_JOBS} "
+                f"configurations, got {grid.size}: give max_jobs"
+            )
+        return {**data, "max_jobs": grid.size}
 
     @model_validator(mode="after")
     def _consistent(self) -> TuningJobDefinition:

@@ -160,6 +160,10 @@ class MetricPoint:
     timestamp: float
 
 
+MAX_UNPARSED = 100  # matches that are not numbers kept as examples per log (all are counted)
+UNPARSED_TEXT_CHARS = 200  # of the last such capture kept per metric
+
+
 @dataclass(frozen=True)
 class UnparsedMatch:
     """A regex match whose captured text is not a number (shown by ``check-metrics``)."""
@@ -180,7 +184,9 @@ class LogMetricParser:
     ) -> None:
         self.definitions = list(definitions)
         self.max_line_chars = max_line_chars
-        self.unparsed: list[UnparsedMatch] = []
+        self.unparsed: list[UnparsedMatch] = []  # the first MAX_UNPARSED only: memory stays flat
+        self.unparsed_count = 0  # all of them
+        self.last_unparsed: dict[str, str] = {}  # per metric, its last such text
         self.lines = 0
         self.last_line = ""
         self._clock = clock
@@ -222,7 +228,10 @@ class LogMetricParser:
                 text = match.group(1)
                 value = parse_number(text)
                 if value is None:
-                    self.unparsed.append(UnparsedMatch(definition.name, text or "", clean))
+                    self.unparsed_count += 1
+                    self.last_unparsed[definition.name] = (text or "")[:UNPARSED_TEXT_CHARS]
+                    if len(self.unparsed) < MAX_UNPARSED:
+                        self.unparsed.append(UnparsedMatch(definition.name, text or "", clean))
                     continue
                 points.append(MetricPoint(definition.name, value, self._seq, now))
                 self._seq += 1

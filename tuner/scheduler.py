@@ -6,7 +6,8 @@ Guarantees:
 - Each training job is recorded (Pending) before it starts, marked InProgress once started,
   and its end (status, objective, reason) is committed before the strategy hears of it.
 - The tuning job ends Completed (budget used, search space exhausted, target objective
-  reached, ``max_jobs_without_improvement`` jobs without a better objective, or
+  reached, ``max_jobs_without_improvement`` jobs without a better objective (better by at
+  least ``min_relative_improvement`` of the best), or
   ``max_tuning_runtime`` seconds passed since it was created, as SageMaker's
   ``ResourceLimits.MaxRuntimeInSeconds``; resumed, its clock still runs from its creation),
   Stopped (stop requested, from this process or through the store by another), or Failed
@@ -81,7 +82,14 @@ from tuner.space import Config
 from tuner.stopping import StoppingRule, stopping_rule_for, told_value
 from tuner.storage import Store
 from tuner.strategies import Strategy, make_strategy
-from tuner.summary import ENDED_OUTSIDE, INTERRUPTED, NOT_STARTED, ran_again, stopped_early
+from tuner.summary import (
+    ENDED_OUTSIDE,
+    INTERRUPTED,
+    NOT_STARTED,
+    objective_text,
+    ran_again,
+    stopped_early,
+)
 from tuner.tracking import Tracker, tracker_for
 from tuner.warm_start import prime
 
@@ -353,14 +361,20 @@ class Scheduler:
                 best.objective >= target if d.maximize else best.objective <= target
             ):
                 return TuningStatus.COMPLETED, (
-                    f"target_objective_value={target:g} reached by {best.name} "
-                    f"({d.objective_metric_name}={best.objective:g})"
+                    f"target_objective_value={objective_text(target)} reached by {best.name} "
+                    f"({d.objective_metric_name}={objective_text(best.objective)})"
                 )
             patience = d.max_jobs_without_improvement
             if patience is not None and self.since_improvement >= patience:
+                shown = objective_text(best.objective)
+                best_text = f"{best.name} ({d.objective_metric_name}={shown})"
+                if not d.min_relative_improvement:
+                    return TuningStatus.COMPLETED, (
+                        f"no improvement in {patience} jobs since {best_text}"
+                    )
                 return TuningStatus.COMPLETED, (
-                    f"no improvement in {patience} jobs since {best.name} "
-                    f"({d.objective_metric_name}={best.objective:g})"
+                    f"no improvement by min_relative_improvement={d.min_relative_improvement:g} "
+                    f"of the best in {patience} jobs; best {best_text}"
                 )
         return None
 
@@ -613,8 +627,12 @@ class Scheduler:
             outcome, reason = TrainingStatus.FAILED, f"{exit_reason(exit_code)}{last}"
         elif objective is None:
             outcome = TrainingStatus.FAILED
+            text = run.parser.last_unparsed.get(d.objective_metric_name)
             reason = (
                 f"objective metric {d.objective_metric_name!r} was never reported in the log{last}"
+                if text is None
+                else f"objective metric {d.objective_metric_name!r} was captured only as text "
+                f"that is not a number, last {text!r:.100}"
             )
         elif not math.isfinite(objective):
             outcome = TrainingStatus.FAILED
@@ -694,8 +712,15 @@ class Scheduler:
             self.completed += 1
             self.since_improvement += 1
             if self._improves(job):
+                if self._improves_enough(job):
+                    self.since_improvement = 0
                 self.best = job
-                self.since_improvement = 0
+            elif (
+                self.best is not None
+                and job.objective == self.best.objective
+                and job.number < self.best.number
+            ):
+                self.best = job  # as best_of: the earliest of a tie
             if job.objective is not None and self._improves_on(
                 job.objective, self.worst_completed, worst=True
             ):
@@ -716,6 +741,17 @@ class Scheduler:
         if job.objective is None:
             return False
         return self._improves_on(job.objective, self.best.objective if self.best else None)
+
+    def _improves_enough(self, job: TrainingJob) -> bool:
+        """Whether a new best resets ``max_jobs_without_improvement``'s count: it beats the
+        previous best by at least ``min_relative_improvement`` of it (any gain when that is 0,
+        or there was none, or it was 0)."""
+        previous = self.best.objective if self.best else None
+        if previous is None or job.objective is None:
+            return True
+        return abs(job.objective - previous) >= self.definition.min_relative_improvement * abs(
+            previous
+        )
 
     def _improves_on(self, value: float, other: float | None, worst: bool = False) -> bool:
         """Whether ``value`` is better than ``other`` (worse, with ``worst``); None loses."""

@@ -6,6 +6,7 @@ turns the latter back into a ``TrainingJob`` (how a client of the REST API gets 
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -18,6 +19,22 @@ from tuner.records import (
     TuningStatus,
 )
 from tuner.warm_start import summary as warm_start_summary
+
+OBJECTIVE_DIGITS = 6  # significant digits an objective is shown with, at least
+MAX_OBJECTIVE_DIGITS = 10
+
+
+def objective_text(value: float) -> str:
+    """An objective as text: the fewest significant digits from ``OBJECTIVE_DIGITS`` up to
+    ``MAX_OBJECTIVE_DIGITS`` that read back as the same number (0.9999996 read as 1 at six
+    digits, and two close bests as a tie), else ``MAX_OBJECTIVE_DIGITS``."""
+    if not math.isfinite(value):
+        return str(value)
+    for digits in range(OBJECTIVE_DIGITS, MAX_OBJECTIVE_DIGITS):
+        text = f"{value:.{digits}g}"
+        if float(text) == value:
+            return text
+    return f"{value:.{MAX_OBJECTIVE_DIGITS}g}"
 
 
 def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:

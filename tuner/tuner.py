@@ -38,7 +38,13 @@ from tuner.metrics import MetricDefinition
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
-from tuner.scheduler import SIGNALLED, EventHandler, Scheduler
+from tuner.scheduler import (
+    INTERRUPTED,
+    SIGNALLED,
+    STOPPED_BY_TUNER,
+    EventHandler,
+    Scheduler,
+)
 from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import best_of, describe
@@ -97,11 +103,15 @@ class HyperparameterTuner:
         strategy: ``"Bayesian"`` (default), ``"Random"``, ``"TPE"``, ``"Grid"`` or
             ``"Hyperband"`` (configured by ``strategy_config``).
         objective_type: ``"Maximize"`` or ``"Minimize"``.
-        max_jobs / max_parallel_jobs: total and concurrent training jobs.
+        max_jobs / max_parallel_jobs: total and concurrent training jobs (``max_jobs`` left
+            out: 10, or a Grid's whole grid).
         random_seed: makes the suggestions repeatable.
         max_failed_jobs: the tuning job fails once this many training jobs failed.
         target_objective_value: stop as soon as a job reaches it.
         max_jobs_without_improvement: stop after this many completed jobs without a new best.
+        min_relative_improvement: a new best counts as an improvement for
+            ``max_jobs_without_improvement`` only when it beats the previous best by at least
+            this fraction of it (SageMaker's ``BestObjectiveNotImproving``: 0.01; default 0).
         max_tuning_runtime: seconds from the tuning job's creation after which it ends
             (SageMaker's ``ResourceLimits.MaxRuntimeInSeconds``); running jobs are stopped.
         objective_aggregation: ``"Last"`` reported value (default) or ``"Best"``.
@@ -136,12 +146,13 @@ class HyperparameterTuner:
         metric_definitions: Sequence[MetricDefinition | Mapping[str, str]],
         strategy: str = "Bayesian",
         objective_type: str = "Maximize",
-        max_jobs: int = 10,
+        max_jobs: int | None = None,
         max_parallel_jobs: int = 1,
         random_seed: int | None = None,
         max_failed_jobs: int | None = None,
         target_objective_value: float | None = None,
         max_jobs_without_improvement: int | None = None,
+        min_relative_improvement: float = 0.0,
         max_tuning_runtime: float | None = None,
         objective_aggregation: str = "Last",
         strategy_options: Mapping[str, Any] | None = None,
@@ -168,8 +179,11 @@ class HyperparameterTuner:
             if isinstance(job_definition, JobDefinition)
             else dict(job_definition)
         )
+        grid = isinstance(strategy, str) and strategy.lower() == "grid"
+        limit = {"max_jobs": max_jobs} if max_jobs is not None else {} if grid else {"max_jobs": 10}
         definition = TuningJobDefinition.parse(
             {
+                **limit,
                 "name": name,
                 "job_definition": jd,
                 "objective_metric_name": objective_metric_name,
@@ -185,12 +199,12 @@ class HyperparameterTuner:
                 "strategy_config": dict(strategy_config or {}),
                 "early_stopping_type": early_stopping_type,
                 "early_stopping_options": dict(early_stopping_options or {}),
-                "max_jobs": max_jobs,
                 "max_parallel_jobs": max_parallel_jobs,
                 "max_failed_jobs": max_failed_jobs,
                 "random_seed": random_seed,
                 "target_objective_value": target_objective_value,
                 "max_jobs_without_improvement": max_jobs_without_improvement,
+                "min_relative_improvement": min_relative_improvement,
                 "max_tuning_runtime": max_tuning_runtime,
                 "tracking_uri": tracking_uri,
                 "warm_start_config": warm_start_config.model_dump()
@@ -361,13 +375,21 @@ class HyperparameterTuner:
             )
 
     def resume(self, on_event: EventHandler | None = None) -> HyperparameterTuner:
-        """Continue an attached tuning job that no process runs any more (its process died):
-        running training jobs are re-attached, lost ones re-run, nothing runs twice. Raises
-        ``ValidationError`` when it has ended or another process holds it."""
+        """Continue an attached tuning job that no process runs any more (its process died,
+        or Ctrl-C / SIGTERM stopped it: Stopped "interrupted"): running training jobs are
+        re-attached, lost ones and those the interruption stopped run again without using up
+        ``max_jobs``, nothing runs twice. Raises ``ValidationError`` when it has ended
+        otherwise or another process holds it."""
         name = self._require_name()
         record = self.store.get_tuning_job(name)
+        if record.status is TuningStatus.STOPPED and record.status_reason == SIGNALLED:
+            record = self.store.reopen_tuning_job(name, STOPPED_BY_TUNER, INTERRUPTED)
         if record.status.terminal:
-            raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
+            raise ValidationError(
+                f"tuning job {name} has ended ({record.status.value}: {record.status_reason}); "
+                "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
+                "resumed: start another (warm_start_config takes this one's results)"
+            )
         owner = process_owner()
         if not self.store.claim_tuning_job(name, owner, lease_seconds()):
             record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended

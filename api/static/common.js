@@ -66,6 +66,17 @@ export function badge(status) {
 }
 
 export const OBJECTIVE_DIGITS = 6; // 0.999998 must not read as 1, nor two close bests as a tie
+const MAX_OBJECTIVE_DIGITS = 10;
+
+// An objective: the fewest significant digits from OBJECTIVE_DIGITS up to 10 that read back as
+// the same number (0.9999996 read as 1 at six), as tuner.summary.objective_text.
+export function fmtObjective(v) {
+  if (typeof v !== "number" || !Number.isFinite(v)) return fmtNumber(v, OBJECTIVE_DIGITS);
+  for (let d = OBJECTIVE_DIGITS; d < MAX_OBJECTIVE_DIGITS; d++) {
+    if (Number(v.toPrecision(d)) === v) return fmtNumber(v, d);
+  }
+  return fmtNumber(v, MAX_OBJECTIVE_DIGITS);
+}
 
 export function fmtNumber(v, digits = 4) {
   if (v === null || v === undefined || Number.isNaN(v)) return "–";

@@ -1,6 +1,6 @@
 // Compare tuning jobs: the comparison report's best-so-far curves and arm table, live.
 
-import { OBJECTIVE_DIGITS, api, badge, el, fmtNumber, fmtSeconds, nav, poll, clearError } from "./common.js";
+import { fmtObjective, api, badge, el, fmtNumber, fmtSeconds, nav, poll, clearError } from "./common.js";
 import { PALETTE, lineChart } from "./charts.js";
 
 const TERMINAL = new Set(["Completed", "Stopped", "Failed"]);
@@ -19,7 +19,7 @@ async function pickList() {
     }),
     el("span", {}, job.name), badge(job.status),
     el("span", { className: "muted" }, `${job.strategy} · ${job.objective.type} ${job.objective.metric}`
-      + (job.best_objective !== null ? ` · best ${fmtNumber(job.best_objective, OBJECTIVE_DIGITS)}` : "")),
+      + (job.best_objective !== null ? ` · best ${fmtObjective(job.best_objective)}` : "")),
   )));
 }
 
@@ -49,8 +49,8 @@ function table() {
     el("td", {}, ...a.runs.map((r) => el("span", {},
       el("a", { href: "/ui/tuning-jobs/" + encodeURIComponent(r) }, r), " ",
       badge(data.statuses[r]), " "))),
-    el("td", { className: "num" }, fmtNumber(a.best_median, OBJECTIVE_DIGITS)),
-    el("td", { className: "num" }, fmtNumber(a.best_overall, OBJECTIVE_DIGITS)),
+    el("td", { className: "num" }, fmtObjective(a.best_median)),
+    el("td", { className: "num" }, fmtObjective(a.best_overall)),
     el("td", { className: "num" }, fmtNumber(a.jobs_to_best_median)),
     el("td", { className: "num" }, fmtSeconds(a.wall_seconds_median)),
     el("td", { className: "num" }, `${fmtSeconds(a.compute_hours * 3600)} (${a.compute_unit.replace("-hours", "")})`),

@@ -2,7 +2,7 @@
 // coordinates, where early stopping can cut (GET .../fidelity), the training jobs (paged) and a
 // training job's log followed live; and Stop.
 
-import { OBJECTIVE_DIGITS, api, badge, el, fmtNumber, fmtSeconds, fmtTime, nav, poll, clearError, showError }
+import { fmtObjective, api, badge, el, fmtNumber, fmtSeconds, fmtTime, nav, poll, clearError, showError }
   from "./common.js";
 import { PALETTE, lineChart, parallel, scatter } from "./charts.js";
 
@@ -50,7 +50,7 @@ function counters(d) {
   setText("c-stopped", c.Stopped);
   setText("c-stopped-sub", d.stopped_early ? `${d.stopped_early} stopped early` : "");
   const best = d.best_training_job;
-  setText("c-best", best ? fmtNumber(best.objective, OBJECTIVE_DIGITS) : "–");
+  setText("c-best", best ? fmtObjective(best.objective) : "–");
   setText("c-best-sub", best ? `${best.name}` : `${d.objective.type} ${d.objective.metric}`);
   const end = d.ended_at ?? d.now;
   setText("c-wall", fmtSeconds(end - d.created_at));
@@ -192,7 +192,7 @@ function jobRows(d) {
   el("td", { className: "num" }, cols.number[i]),
   el("td", {}, cols.name[i]),
   el("td", {}, badge(cols.status[i])),
-  el("td", { className: "num" }, fmtNumber(cols.objective[i], OBJECTIVE_DIGITS)),
+  el("td", { className: "num" }, fmtObjective(cols.objective[i])),
   el("td", { className: "num" }, cols.steps[i]),
   el("td", { className: "num" }, fmtSeconds(cols.duration[i])),
   el("td", { className: "num" }, fmtSeconds(cols.queued[i])),

@@ -1,6 +1,6 @@
 // The tuning jobs page: filters, newest first, paged; refreshed every few seconds.
 
-import { OBJECTIVE_DIGITS, api, badge, el, fmtNumber, fmtTime, nav, poll, clearError } from "./common.js";
+import { fmtObjective, api, badge, el, fmtNumber, fmtTime, nav, poll, clearError } from "./common.js";
 
 const PAGE = 25;
 const state = { offset: 0, next: null, selected: new Set() };
@@ -39,7 +39,7 @@ function row(job) {
     el("td", { title: job.status_reason || "" }, badge(job.status)),
     el("td", {}, job.strategy || "–"),
     progress(job.progress),
-    el("td", { className: "num" }, fmtNumber(job.best_objective, OBJECTIVE_DIGITS)),
+    el("td", { className: "num" }, fmtObjective(job.best_objective)),
     el("td", {}, fmtTime(job.created_at)),
   );
 }

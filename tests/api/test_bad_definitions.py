@@ -289,6 +289,17 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         True,
     ),
 ]
+CASES += [
+    ("no-max-jobs", lambda d: d.pop("max_jobs"), ["max_jobs: required, missing"], False),
+    (
+        "grid-too-large-for-no-max-jobs",
+        lambda d: d.update(
+            strategy="Grid", strategy_options={"points_per_continuous": 400}, max_jobs=None
+        ),
+        ["max_jobs left out runs the whole grid", "at most 100000", "got 160000"],
+        False,
+    ),
+]
 IDS = [c[0] for c in CASES]
 
 
@@ -465,6 +476,108 @@ def test_sagemaker_ranges_are_one_per_name_and_integers_whole(
     response = post(service, request)
     assert response.status_code == 400, response.text
     assert words in response.json()["detail"]
+
+
+def _config(request: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = request["HyperParameterTuningJobConfig"]
+    return config
+
+
+# (id, change to a good SageMaker request, words the refusal must contain): fields SageMaker
+# does not have, and SageMaker features we lack, were silently dropped (the job ran without them)
+SAGEMAKER_MISTAKES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    (
+        "misspelt-limit",
+        lambda r: _config(r)["ResourceLimits"].update(MaxParalellTrainingJobs=4),
+        [
+            "HyperParameterTuningJobConfig.ResourceLimits.MaxParalellTrainingJobs: SageMaker "
+            "has no such field",
+            "did you mean 'MaxParallelTrainingJobs'?",
+        ],
+    ),
+    (
+        "misspelt-early-stopping",
+        lambda r: _config(r).update(TrainingJobEarlyStopingType="Auto"),
+        ["TrainingJobEarlyStopingType", "did you mean 'TrainingJobEarlyStoppingType'?"],
+    ),
+    (
+        "misspelt-top-level",
+        lambda r: r.update(WarmStartConfg={"WarmStartType": "TransferLearning"}),
+        ["WarmStartConfg: SageMaker has no such field", "did you mean 'WarmStartConfig'?"],
+    ),
+    (
+        "misspelt-range-field",
+        lambda r: _config(r)["ParameterRanges"]["ContinuousParameterRanges"][0].update(
+            Scaling="Logarithmic"
+        ),
+        ["ParameterRanges.ContinuousParameterRanges[0].Scaling: SageMaker has no such field"],
+    ),
+    (
+        "misspelt-stopping-condition",
+        lambda r: r["TrainingJobDefinition"].update(StoppingCondition={"MaxRuntimeInSecond": 9}),
+        ["TrainingJobDefinition.StoppingCondition.MaxRuntimeInSecond", "'MaxRuntimeInSeconds'"],
+    ),
+    (
+        "convergence-enabled",
+        lambda r: _config(r).update(
+            TuningJobCompletionCriteria={
+                "ConvergenceDetected": {"CompleteOnConvergence": "Enabled"}
+            }
+        ),
+        ["automatic convergence detection is not supported, got 'Enabled'"],
+    ),
+    (
+        "convergence-misspelt-value",
+        lambda r: _config(r).update(
+            TuningJobCompletionCriteria={"ConvergenceDetected": {"CompleteOnConvergence": "Yes"}}
+        ),
+        ["CompleteOnConvergence must be 'Disabled' or 'Enabled', got 'Yes'"],
+    ),
+    (
+        "warm-start-empty",
+        lambda r: r.update(WarmStartConfig={}),
+        ["WarmStartConfig.ParentHyperParameterTuningJobs must be a list"],
+    ),
+    (
+        "algorithm-name",
+        lambda r: r["TrainingJobDefinition"]["AlgorithmSpecification"].update(
+            AlgorithmName="xgboost"
+        ),
+        ["AlgorithmName: SageMaker's algorithms are not available here"],
+    ),
+    (
+        "auto-parameters",
+        lambda r: _config(r)["ParameterRanges"].update(
+            AutoParameters=[{"Name": "z", "ValueHint": "0.1"}]
+        ),
+        ["AutoParameters: automatic ranges are not supported"],
+    ),
+    (
+        "several-definitions",
+        lambda r: r.update(TrainingJobDefinitions=[r["TrainingJobDefinition"]]),
+        ["several training job definitions in one tuning job are not supported"],
+    ),
+    ("bad-tags", lambda r: r.update(Tags=[{"Key": "team"}]), ['Tags must be a list of {"Key"']),
+    (
+        "no-max-jobs-without-grid",
+        lambda r: _config(r)["ResourceLimits"].pop("MaxNumberOfTrainingJobs"),
+        ["max_jobs: required, missing"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "change", "words"), SAGEMAKER_MISTAKES, ids=[c[0] for c in SAGEMAKER_MISTAKES]
+)
+def test_sagemaker_fields_it_does_not_have_or_we_lack_are_refused(
+    service: httpx.Client, case: str, change: Callable[[dict[str, Any]], None], words: list[str]
+) -> None:
+    request = to_sagemaker(definition(name="bad-one"))
+    change(request)
+    response = post(service, request)
+    assert response.status_code == 400, response.text
+    for word in words:
+        assert word in response.json()["detail"]
 
 
 def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Client) -> None:

@@ -248,13 +248,17 @@ def test_job_page_shows_where_early_stopping_can_cut(server, http, browser):
 
 def test_the_pages_number_format_keeps_digits_and_magnitudes(server, browser):
     """The pages showed a loss of 1200.4 as "12" (trailing zeros stripped from an integer part)
-    and an accuracy of 0.999998 as "1" (four digits); objectives now get six."""
+    and an accuracy of 0.999998 as "1" (four digits); objectives get six, more while six do
+    not read back as the same number (0.9999996 was "1" at six)."""
     browser.get(f"{server.url}/ui/login")
     shown = browser.execute_async_script(
         """const done = arguments[arguments.length - 1];
         import("/ui/static/common.js").then((m) => done([
           m.fmtNumber(1200.4), m.fmtNumber(100.02), m.fmtNumber(0.5), m.fmtNumber(2.5e-5),
-          m.fmtNumber(0.999998, m.OBJECTIVE_DIGITS), m.fmtNumber(1200.4, m.OBJECTIVE_DIGITS),
+          m.fmtObjective(0.999998), m.fmtObjective(1200.4), m.fmtObjective(0.9999996),
+          m.fmtObjective(0.5), m.fmtObjective(1 / 3),
         ]), (e) => done(String(e)));"""
     )
-    assert shown == ["1200", "100", "0.5", "2.500e-5", "0.999998", "1200.4"]
+    assert shown == [
+        "1200", "100", "0.5", "2.500e-5", "0.999998", "1200.4", "0.9999996", "0.5", "0.3333333333"
+    ]  # fmt: skip

@@ -122,6 +122,18 @@ def test_reach_counts_the_jobs_until_another_arms_best(tmp_path, sqlite_url):
             "max_parallel_jobs <= max_jobs must hold",
         ),
         ({"seeds": [1, 1]}, "seeds must be distinct"),
+        # numbers are numbers, as in a tuning job definition: true and "4" were read as 1 and 4
+        ({"seeds": ["7"]}, "seeds.0: Input should be a valid integer (a whole number), got '7'"),
+        (
+            {"max_failed_jobs": True},
+            "max_failed_jobs: Input should be a valid integer (a whole number), got True",
+        ),
+        ({"target_objective_value": "0.99"}, "target_objective_value: Input should be a valid"),
+        (
+            {"arms": [{"name": "a", "strategy": "Random", "max_jobs": True}]},
+            "arms.0.max_jobs: Input should be a valid integer (a whole number), got True",
+        ),
+        ({"target_objective_value": float("nan")}, "target_objective_value: Input should be"),
         ({"name": "x" * 41}, "name: String should have at most 40 characters"),
         (  # the rules allowed it, then the run name was refused as a pattern mismatch
             {"name": "x" * 40, "arms": [{"name": "a" * 20, "strategy": "Random", "max_jobs": 1}]},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -75,3 +76,24 @@ def test_legends_cut_long_arm_names_and_jobs_are_counted_in_whole_numbers():
     fig.canvas.draw()
     ticks = fig.axes[0].get_xticks()
     assert all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_a_report_draws_objectives_near_the_largest_float(tmp_path):
+    """A diverged loss of 1.7e308 (finite, so a completed job) failed every report of its
+    run: matplotlib could not place ticks on such an axis."""
+    from tuner.records import TrainingStatus
+    from tuner.reports import build, write_report
+    from tuner.storage import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'db'}")
+    definition = {
+        "objective_metric_name": "loss",
+        "objective_type": "Minimize",
+        "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+    }
+    store.create_tuning_job("huge", definition)
+    for number, value in enumerate([1.7e308, 1.0, -1e308], start=1):
+        job = store.create_training_job("huge", number, {"x": number / 4})
+        store.finish_training_job(job.name, TrainingStatus.COMPLETED, value)
+    paths = write_report(build(store, ["huge"]), str(tmp_path / "report"), "huge")
+    assert all(Path(p).stat().st_size > 0 for p in paths.values())

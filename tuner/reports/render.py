@@ -30,6 +30,7 @@ from matplotlib.ticker import MaxNLocator
 from tuner.analytics import CSV_TIME_FORMAT
 from tuner.errors import TunerError
 from tuner.reports.data import number
+from tuner.summary import objective_text
 
 COLOURS = [
     "#1f77b4",
@@ -45,7 +46,8 @@ COLOURS = [
 ]
 
 
-OBJECTIVE_DIGITS = 6  # 0.999998 must not read as 1, nor two close bests as a tie
+def _objective(value: float | None) -> str:
+    return "-" if value is None else objective_text(value)
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -54,6 +56,15 @@ def _fmt(value: Any, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}" if math.isfinite(value) else str(value)
     return str(value)
+
+
+PLOT_LIMIT = 1e300  # finite values beyond +-this are drawn at it
+
+
+def drawable(values: np.ndarray) -> np.ndarray:
+    """Finite values held within +-``PLOT_LIMIT``: matplotlib cannot place ticks on an axis
+    reaching 1e308 (a diverged loss of 1.7e308 made every report of its run fail)."""
+    return np.where(np.isfinite(values), np.clip(values, -PLOT_LIMIT, PLOT_LIMIT), values)
 
 
 def best_band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...] | None:
@@ -68,7 +79,7 @@ def best_band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...] | None
     if not rows:
         return None
     length = max(len(r) for r in rows)
-    a = np.array([r + [r[-1]] * (length - len(r)) for r in rows], dtype=float)
+    a = drawable(np.array([r + [r[-1]] * (length - len(r)) for r in rows], dtype=float))
     complete = ~np.isnan(a).any(axis=0)
     a[:, : int(np.argmax(complete)) if complete.any() else length] = np.nan
     with warnings.catch_warnings():
@@ -234,7 +245,7 @@ def plot_objective_vs_hyperparameters(data: dict[str, Any]) -> plt.Figure:
                 and (x := p["hyperparameters"].get(name)) is not None
                 and (spec["type"] == "categorical" or number(x) is not None)
             ]
-            ys = [p["objective"] for p in pts]
+            ys = drawable(np.array([p["objective"] for p in pts], dtype=float))
             if spec["type"] == "categorical":
                 shown = [str(p["hyperparameters"][name]) for p in pts]
                 xs = [where[x] + (i - len(arms) / 2) * 0.08 for x in shown]
@@ -293,8 +304,8 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(a["strategy"]),
             f"{a['max_jobs']} ({a['max_parallel_jobs']})",
             str(len(a["runs"])),
-            _fmt(a["best_median"], OBJECTIVE_DIGITS),
-            _fmt(a["best_overall"], OBJECTIVE_DIGITS),
+            _objective(a["best_median"]),
+            _objective(a["best_overall"]),
             _fmt(a["jobs_to_best_median"], 3),
             _fmt(a["seconds_to_best_median"], 3),
             _fmt(a["wall_seconds_median"], 3),
@@ -328,7 +339,7 @@ def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             if other == arm or r is None:
                 cells.append("-")
             elif r["jobs_median"] is None:
-                cells.append(f"never ({_fmt(r['target'], OBJECTIVE_DIGITS)})")
+                cells.append(f"never ({_objective(r['target'])})")
             else:
                 cells.append(f"{_fmt(r['jobs_median'], 3)} ({r['runs_reaching']}/{r['runs']} runs)")
         rows.append(cells)
@@ -345,7 +356,7 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(i),
             t["arm"],
             t["training_job"],
-            _fmt(t["objective"], OBJECTIVE_DIGITS),
+            _objective(t["objective"]),
             *(_fmt(t["hyperparameters"].get(n)) for n in names),
             *([t.get("artifacts_uri") or "-"] if uploaded else []),
         ]

@@ -68,6 +68,11 @@ class GridStrategy(Strategy):
         self._order = self.rng.permutation(size)
         self._next = 0
 
+    @property
+    def size(self) -> int:
+        """How many configurations the grid holds."""
+        return len(self._order)
+
     def _config(self, index: int) -> Config:
         values = []
         for axis in reversed(self._axes):  # the last range varies fastest, as in itertools
