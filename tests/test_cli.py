@@ -246,7 +246,7 @@ def test_a_run_stopped_by_ctrl_c_is_resumed_without_using_up_max_jobs(tmp_path):
     counters = described["training_job_status_counters"]
     assert counters["Completed"] == 3 and counters["Stopped"] == 2  # the two stopped, run again
     again = tuner(tmp_path, "resume", "cut", "--no-progress")
-    assert again.returncode == 2 and "has ended (Completed: all max_jobs=3 jobs ended)" in (
+    assert again.returncode == 2 and "has ended (Completed): all max_jobs=3 jobs ended" in (
         again.stderr
     )
 

@@ -2,12 +2,17 @@
 
 Every call raises ``ValidationError`` for a 400/413/422 answer, ``NotFoundError`` for 404 and
 ``TunerError`` for anything else that is not a success (the service's ``detail`` included).
+Reads made with ``patience`` (``describe``, which ``wait()`` polls) ride out a service that is
+restarting: a refused connection, a timeout or a 503 is tried again, 0.5 s doubling to 5 s
+apart, for up to ``patience`` seconds (a service killed and started again continues its
+tuning jobs; its client's ``wait()`` failed at the first refused poll).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from typing import Any
 
 from tuner.definition import NAME_PATTERN
@@ -15,9 +20,13 @@ from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.records import TrainingJob, TrainingStatus
 from tuner.summary import training_job_from_dict
 
+REQUEST_TIMEOUT = 30.0  # seconds a request waits for the service, by default
+
 
 class ServiceClient:
-    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float = REQUEST_TIMEOUT
+    ) -> None:
         token = token or os.environ.get("TUNER_API_TOKEN")
         if not token:
             raise ValidationError(
@@ -30,13 +39,27 @@ class ServiceClient:
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
 
-    def _call(self, method: str, path: str, **kw: Any) -> Any:
+    def _call(self, method: str, path: str, patience: float = 0.0, **kw: Any) -> Any:
         import httpx
 
-        try:
-            response = self._http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise TunerError(f"cannot reach the tuner service at {self.url}: {exc}") from None
+        give_up = time.monotonic() + patience
+        pause = 0.5
+        while True:
+            try:
+                response = self._http.request(method, path, **kw)
+            except httpx.TransportError as exc:
+                if time.monotonic() + pause <= give_up:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 5.0)
+                    continue
+                raise TunerError(f"cannot reach the tuner service at {self.url}: {exc}") from None
+            except httpx.HTTPError as exc:
+                raise TunerError(f"cannot reach the tuner service at {self.url}: {exc}") from None
+            if response.status_code == 503 and time.monotonic() + pause <= give_up:
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+                continue
+            break
         if response.is_success:
             return response.json()
         try:
@@ -45,6 +68,11 @@ class ServiceClient:
             detail = response.text
         if isinstance(detail, list):  # FastAPI's own 422: one entry per refused field
             detail = "; ".join(_refusal(entry) for entry in detail)
+        if response.status_code == 404 and detail == "Not Found":  # no such route: a wrong URL
+            raise TunerError(
+                f"{self.url}{path} is no endpoint of a tuner service: is service_url the "
+                "service's root (http://host:port)?"
+            )
         if response.status_code == 404:
             raise NotFoundError(str(detail))
         if response.status_code in (400, 413, 422):
@@ -55,8 +83,12 @@ class ServiceClient:
         result: dict[str, Any] = self._call("POST", "/tuning-jobs", json=definition)
         return result
 
-    def describe(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", _path(name))
+    def describe(
+        self, name: str, patience: float = 0.0, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """``timeout``: of each request (default the client's)."""
+        extra = {} if timeout is None else {"timeout": timeout}
+        result: dict[str, Any] = self._call("GET", _path(name), patience=patience, **extra)
         return result
 
     def step_counts(self, name: str) -> dict[str, int]:

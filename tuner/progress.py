@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tuner.records import TrainingJob, TrainingStatus
+from tuner.records import TrainingJob, TrainingStatus, TuningStatus
+from tuner.summary import objective_text
 
 
 def wanted(enabled: bool | None) -> bool:
@@ -42,7 +43,7 @@ class ProgressBar:
         if (job.failure_reason or "").startswith("early stopping at step"):
             self.stopped_early += 1
         failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
-        best = f"best {self.metric}={self.best:.6g}" if self.best is not None else ""
+        best = f"best {self.metric}={objective_text(self.best)}" if self.best is not None else ""
         early = f", {self.stopped_early} stopped early" if self.stopped_early else ""
         self.bar.set_postfix_str(best + failed + early)
 
@@ -53,8 +54,14 @@ class ProgressBar:
         if ended > self.bar.n:
             self.bar.update(ended - self.bar.n)
         best = description.get("best_training_job")
-        if best:
-            self.bar.set_postfix_str(f"best {self.metric}={best['objective']:.6g}")
+        status = description["status"]
+        text = f"best {self.metric}={objective_text(best['objective'])}" if best else ""
+        if status != TuningStatus.COMPLETED.value and TuningStatus(status).terminal:
+            text += f" {status}"  # as the in-process bar says Failed or Stopped
+        early = description.get("stopped_early") or 0
+        text += f", {early} stopped early" if early else ""
+        if text:
+            self.bar.set_postfix_str(text.strip())
 
     def close(self) -> None:
         self.bar.close()

@@ -21,6 +21,7 @@ from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.scheduler import Scheduler
 from tuner.storage import Store
+from tuner.tracking import tracker_for
 from tuner.tuner import default_name, process_owner
 from tuner.warm_start import resolve
 
@@ -72,6 +73,9 @@ class TuningService:
         )
         check_working_directory(jd)
         definition = definition.model_copy(update={"name": name, "job_definition": jd})
+        # a tracking_uri that cannot be used is refused now, as in-process (it was stored, then
+        # Failed with an internal error)
+        tracker_for(definition, name, store).close(None)
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
         record = store.create_tuning_job(
             name,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.analytics import TuningJobAnalytics
-from tuner.client import ServiceClient
+from tuner.client import REQUEST_TIMEOUT, ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition, check_working_directory
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
@@ -296,9 +296,28 @@ class HyperparameterTuner:
         job, the best objective so far); ``None`` (default) shows it when stderr is a terminal,
         ``False`` never, ``True`` always."""
         if self.client is not None:
+            if self.name is not None:  # its last fit(wait=False) may still run there
+                try:
+                    last = self.client.describe(self.name)["status"]
+                except NotFoundError:  # named, not created yet
+                    last = TuningStatus.COMPLETED.value
+                if not TuningStatus(last).terminal:
+                    raise ValidationError(
+                        f"tuning job {self.name!r} is still running on the service; wait() for "
+                        "it or stop() it before fit() starts another"
+                    )
             self.name = self.client.create(self.definition.to_json())["name"]
             if wait:
-                self.wait(progress=progress)
+                try:
+                    self.wait(progress=progress)
+                except KeyboardInterrupt:  # as in-process: Ctrl-C stops what fit() started
+                    print(
+                        f"tuner: interrupted; asking the service to stop tuning job {self.name} "
+                        "(its running training jobs are stopped)",
+                        file=sys.stderr,
+                    )
+                    self.client.stop(self.name)
+                    raise
             return self
         if self._thread is not None and self._thread.is_alive():
             raise ValidationError(
@@ -386,7 +405,7 @@ class HyperparameterTuner:
             record = self.store.reopen_tuning_job(name, STOPPED_BY_TUNER, INTERRUPTED)
         if record.status.terminal:
             raise ValidationError(
-                f"tuning job {name} has ended ({record.status.value}: {record.status_reason}); "
+                f"tuning job {name} has ended ({record.status.value}): {record.status_reason}; "
                 "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
                 "resumed: start another (warm_start_config takes this one's results)"
             )
@@ -442,7 +461,7 @@ class HyperparameterTuner:
         bar = self._progress_bar(progress)
         try:
             while True:
-                description = self.describe()
+                description = self._poll(name, deadline, timeout)
                 bar.show(description)
                 if TuningStatus(description["status"]).terminal:
                     return description
@@ -456,6 +475,25 @@ class HyperparameterTuner:
                 time.sleep(poll_interval)
         finally:
             bar.close()
+
+    def _poll(self, name: str, deadline: float | None, timeout: float | None) -> dict[str, Any]:
+        """``describe()`` for ``wait``: from a service, patient with one that is restarting (up
+        to ``RUN_PATIENCE``, as a store is) but never past ``deadline`` (``TimeoutError``)."""
+        if self.client is None:
+            return self.describe()
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.1)
+        try:
+            return self.client.describe(
+                name,
+                patience=RUN_PATIENCE if left is None else min(RUN_PATIENCE, left),
+                timeout=None if left is None else min(left, REQUEST_TIMEOUT),
+            )
+        except TunerError as exc:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"tuning job {name}: the service did not answer within {timeout}s ({exc})"
+                ) from None
+            raise
 
     def _progress_bar(self, progress: bool | None) -> ProgressBar:
         d = self.definition
@@ -528,6 +566,9 @@ class HyperparameterTuner:
         "Descending"; jobs without an objective last), one ``status``, and a page of ``limit``
         from ``offset``. Raises ``ValidationError`` for a value outside these."""
         name = self._require_name()
+        _check_page(limit, offset)
+        if not isinstance(sort_by, str):
+            raise ValidationError(f"sort_by must be a text, got {sort_by!r}")
         if sort_order not in (None, "Ascending", "Descending"):
             raise ValidationError(
                 f"sort_order must be Ascending or Descending (or None), got {sort_order!r}"
@@ -560,3 +601,18 @@ class HyperparameterTuner:
         if self.client is not None:
             return self.client.step_agreement(self._require_name(), eta)
         return tuning_job_report(self.store, self._require_name(), eta)
+
+
+MAX_PAGE = 100_000  # training jobs one training_jobs() call returns at most, as the REST API
+MAX_OFFSET = 1_000_000_000
+
+
+def _check_page(limit: Any, offset: Any) -> None:
+    """``training_jobs``' page, checked alike in-process and against a service: an integer
+    ``limit`` of 1..``MAX_PAGE`` (or None) and ``offset`` of 0..``MAX_OFFSET``."""
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE
+    ):
+        raise ValidationError(f"limit must be an integer 1..{MAX_PAGE} (or None), got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+        raise ValidationError(f"offset must be an integer 0..{MAX_OFFSET}, got {offset!r}")

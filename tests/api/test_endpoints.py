@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -15,7 +18,7 @@ from tests.api.conftest import client, definition, wait_status
 from tests.conftest import FAKE_TRAIN
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.definition import TuningJobDefinition
-from tuner.errors import NotFoundError, ValidationError
+from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.records import TrainingStatus
 from tuner.storage import Store
 
@@ -571,9 +574,7 @@ def test_python_api_against_the_service(server):
     assert tuner.training_jobs(status="Failed") == []
     with pytest.raises(ValidationError, match="speed"):
         tuner.training_jobs(sort_by="speed")
-    with pytest.raises(
-        ValidationError, match=r"^query limit: .*greater than or equal to 1, got '-1'"
-    ):
+    with pytest.raises(ValidationError, match=r"^limit must be an integer 1..100000"):
         tuner.training_jobs(limit=-1)  # a sentence, not the repr of FastAPI's list
     for name in ("ghost/../py-client", "py-client?x=1", "..", "../healthz"):
         with pytest.raises(ValidationError, match="a tuning job name is 1-63 letters"):
@@ -594,6 +595,107 @@ def test_python_api_against_the_service(server):
         )
         bad.definition = bad.definition.model_copy(update={"max_parallel_jobs": 9, "name": "x9"})
         bad.client.create({**bad.definition.to_json()})
+
+
+def _service_tuner(server, **kw):
+    return HyperparameterTuner(
+        {"command": [sys.executable, str(FAKE_TRAIN)], **kw.pop("job", {})},
+        "accuracy",
+        {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Random",
+        max_parallel_jobs=1,
+        random_seed=1,
+        service_url=server.url,
+        service_token="test-token-0123456789",
+        **kw,
+    )
+
+
+def test_the_python_api_on_a_service_behaves_as_in_process(server, tmp_path):
+    """Found by comparing the two modes: each of these differed on a service."""
+    slow = {"static_hyperparameters": {"sleep": 1.0}}
+    tuner = _service_tuner(server, max_jobs=3, job=slow)
+    tuner.fit(wait=False)
+    first = tuner.name
+    with pytest.raises(ValidationError, match="is still running on the service"):
+        tuner.fit(wait=False)  # it started a second job and lost the first
+    assert tuner.name == first
+    # a service restarting while wait() polls: wait() gave up at the first refused poll
+    restarted = threading.Thread(target=lambda: (server.stop(), time.sleep(2), server.start()))
+    restarted.start()
+    assert tuner.wait(timeout=90)["status"] == "Completed"
+    restarted.join()
+    # a stalled service: wait(timeout=1) waited 30 s for one request, then raised TunerError
+    waiting = _service_tuner(server, max_jobs=1, job=slow)
+    waiting.fit(wait=False)
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGSTOP)
+    began = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match="did not answer within 1"):
+            waiting.wait(timeout=1)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    assert time.monotonic() - began < 10
+    with pytest.raises(ValidationError, match=r"limit must be an integer 1\.\.100000"):
+        tuner.training_jobs(limit=10**6)  # in-process took it, the service refused it
+    with pytest.raises(TunerError, match="is no endpoint of a tuner service"):
+        HyperparameterTuner.attach(
+            first, service_url=server.url + "/api", service_token="test-token-0123456789"
+        )  # it said NotFoundError "Not Found", as for a missing tuning job
+    # a tracking_uri that cannot be used: refused as in-process, not stored and then Failed
+    unusable = {"tracking_uri": f"file://{tmp_path}/mlruns"}
+    os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
+    with pytest.raises(ValidationError, match="cannot be used") as local:
+        HyperparameterTuner(
+            {"command": [sys.executable, str(FAKE_TRAIN)]},
+            "accuracy",
+            {"x": ContinuousParameter(0.0, 1.0)},
+            [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+            max_jobs=1,
+            storage=f"sqlite:///{tmp_path / 'local.db'}",
+            **unusable,
+        ).fit()
+    assert "cannot be used" in str(local.value)
+    before = len(Store(server.database_url).list_tuning_jobs())
+    with pytest.raises(ValidationError, match="cannot be used"):
+        _service_tuner(server, max_jobs=1, **unusable).fit()
+    assert len(Store(server.database_url).list_tuning_jobs()) == before
+
+
+def test_ctrl_c_during_fit_on_a_service_stops_the_tuning_job(server, tmp_path):
+    """In-process, Ctrl-C stops what fit() started; on a service the job ran on, unsaid."""
+    script = tmp_path / "client.py"
+    script.write_text(
+        "import sys\n"
+        "from tuner import ContinuousParameter, HyperparameterTuner\n"
+        "HyperparameterTuner(\n"
+        f"    {{'command': [sys.executable, {str(FAKE_TRAIN)!r}],\n"
+        "     'static_hyperparameters': {'sleep': 30}},\n"
+        "    'accuracy', {'x': ContinuousParameter(0.0, 1.0)},\n"
+        "    [{'Name': 'accuracy', 'Regex': 'accuracy=([0-9.]+)'}], strategy='Random',\n"
+        f"    max_jobs=2, name='ctrl-c', service_url={server.url!r},\n"
+        "    service_token='test-token-0123456789').fit(progress=False)\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=Path(__file__).parent.parent.parent,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with client(server) as http:
+        deadline = time.monotonic() + 30
+        while (
+            http.get("/tuning-jobs/ctrl-c").status_code != 200
+            or not http.get("/tuning-jobs/ctrl-c/training-jobs").json()
+        ):
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.2)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=30)
+        assert "asking the service to stop tuning job ctrl-c" in err
+        assert wait_status(http, "ctrl-c", {"Stopped"})["status"] == "Stopped"
 
 
 def test_concurrent_clients(server):
