@@ -142,8 +142,8 @@ def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
         newlines = 0
         read = 0
         while position > 0 and newlines <= lines and read < TAIL_LIMIT_BYTES:
-            read += min(65536, position)
             step = min(65536, position)
+            read += step
             position -= step
             f.seek(position)
             blocks.append(f.read(step))
@@ -242,7 +242,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
         """FastAPI's 422, with the offending input it echoes made JSON: a body of ``NaN`` or
         ``[1e400]`` (not an object) got a 500, as such a number cannot be sent back."""
-        return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, status_code=422)
+        try:
+            errors = _finite(jsonable_encoder(exc.errors()))
+        except RecursionError:  # an input nested too deep to echo: leave it out
+            errors = [{k: v for k, v in e.items() if k != "input"} for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
 
     bearer = HTTPBearer(auto_error=False)
 

@@ -178,7 +178,7 @@ def data_router(store: Store, tuning_name: str, training_name: str) -> APIRouter
     @router.get("/dashboard/tuning-jobs", response_model=Overview, tags=["dashboard"])
     def dashboard_tuning_jobs(
         status: TuningStatus | None = None,
-        name: Annotated[str | None, Query(max_length=63, pattern=r"^[A-Za-z0-9-]*$")] = None,
+        name: Annotated[str | None, Query(max_length=63, pattern=r"^[^\x00]*$")] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     ) -> dict[str, Any]:

@@ -209,25 +209,25 @@ def test_jobs_without_improvement_end_the_tuning_job(tmp_path, sqlite_url):
     assert len(jobs) < 40
 
 
-def test_small_gains_do_not_reset_the_patience_with_min_relative_improvement(tmp_path, sqlite_url):
-    """SageMaker's BestObjectiveNotImproving counts jobs that improved the best by less than
-    1%: each job here beats the last by 0.05%, so the fifth job is never run."""
+def _creeping_tuner(tmp_path, url, step, **kw):
+    """Job k (from 0) reports 0.9 + k * step, one job at a time."""
     script = tmp_path / "creeping.py"
     script.write_text(
         "import pathlib, sys\n"
         "p = pathlib.Path(sys.argv[0]).with_name('count')\n"
         "k = int(p.read_text()) if p.exists() else 0\n"
         "p.write_text(str(k + 1))\n"
-        "print(f'validation: loss=0 accuracy={0.9 + 0.0005 * k:.4f}')\n"
+        f"print(f'validation: loss=0 accuracy={{0.9 + {step} * k:.4f}}')\n"
     )
     job = {"command": [sys.executable, str(script)]}
-    tuner = make_tuner(
-        tmp_path,
-        sqlite_url,
-        max_jobs=10,
-        max_jobs_without_improvement=3,
-        min_relative_improvement=0.01,
-        job=job,
+    return make_tuner(tmp_path, url, min_relative_improvement=0.01, job=job, **kw)
+
+
+def test_small_gains_do_not_reset_the_patience_with_min_relative_improvement(tmp_path, sqlite_url):
+    """SageMaker's BestObjectiveNotImproving counts jobs that improved the best by less than
+    1%: each job here beats the last by 0.05%, so the fifth job is never run."""
+    tuner = _creeping_tuner(
+        tmp_path, sqlite_url, 0.0005, max_jobs=10, max_jobs_without_improvement=3
     )
     tuner.fit()
     d = tuner.describe()
@@ -242,15 +242,30 @@ def test_small_gains_do_not_reset_the_patience_with_min_relative_improvement(tmp
     assert best is not None and best.number == 4 and best.objective == 0.9015
 
 
+def test_small_gains_count_once_they_add_up_to_min_relative_improvement(tmp_path, sqlite_url):
+    """0.28% a job: never 1% over the job before, 1% over the best of four jobs before (a
+    baseline that moved with every small gain ended this after six jobs)."""
+    tuner = _creeping_tuner(
+        tmp_path, sqlite_url, 0.0025, max_jobs=12, max_jobs_without_improvement=5
+    )
+    tuner.fit()
+    assert tuner.describe()["status_reason"] == "all max_jobs=12 jobs ended"
+
+
 def test_a_tie_names_the_earliest_job_as_best_everywhere(tmp_path, sqlite_url):
     """Job 3 ends before job 2 with the same value: the reason named job 3, every other door
     (describe, best_training_job, reports, MLflow) job 2."""
     script = tmp_path / "tie.py"
     script.write_text(
-        "import os, time\n"
+        "import os, pathlib, time\n"
         "k = int(os.environ['TUNER_TRIAL_NAME'][-3:])\n"
-        "time.sleep({1: 0.1, 2: 2.0, 3: 0.6}[k])\n"
-        "print(f'validation: loss=0 accuracy={0.5 if k == 1 else 0.9}')\n"
+        f"done = pathlib.Path({str(tmp_path / 'third-ended')!r})\n"
+        "while k == 2 and not done.exists():  # job 2 ends after job 3 has\n"
+        "    time.sleep(0.05)\n"
+        "time.sleep(0.5 if k == 2 else 0.3 if k == 3 else 0)\n"
+        "print(f'validation: loss=0 accuracy={0.5 if k == 1 else 0.9}', flush=True)\n"
+        "if k == 3:\n"
+        "    import atexit; atexit.register(done.touch)\n"
     )
     tuner = make_tuner(
         tmp_path,

@@ -389,3 +389,12 @@ def test_a_script_that_ends_during_a_background_fit_says_what_it_left(tmp_path):
     stopped = HyperparameterTuner.attach("left", storage=url)
     stopped.stop()
     assert stopped.wait(timeout=60)["status"] == "Stopped"  # its process is gone: taken over
+
+
+def test_a_newer_field_at_its_default_is_left_out_of_the_stored_definition(tmp_path):
+    """An older service (or older process on the same database) refuses fields it does not
+    know: every create from an upgraded client failed on min_relative_improvement: 0.0."""
+    plain = HyperparameterTuner(**tuner_args(tmp_path)).definition.to_json()
+    assert "min_relative_improvement" not in plain
+    asked = HyperparameterTuner(**tuner_args(tmp_path, min_relative_improvement=0.01))
+    assert asked.definition.to_json()["min_relative_improvement"] == 0.01

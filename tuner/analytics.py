@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.errors import TunerError
-from tuner.records import ObjectiveStatus, TrainingJob
+from tuner.records import TrainingJob, TrainingStatus
+from tuner.summary import stopped_early
 
 if TYPE_CHECKING:  # pandas is imported when a frame is made, not with the package
     import pandas as pd
@@ -30,7 +31,7 @@ def parameter_column(name: str) -> str:
 
 class TuningJobAnalytics:
     """Rows: name, number, status, objective status, each hyperparameter, the final objective
-    (empty unless the objective status is Succeeded: a failed job's last value is not one),
+    (empty but for completed jobs and jobs stopped early: a failed job's last value is none),
     failure reason, start/end times (UTC) with the training time in seconds, and ``StepsRun``:
     how many values of the objective metric the job reported (fewer than its budget when it
     was stopped early; empty when unknown). A hyperparameter named as one of these columns (or
@@ -61,10 +62,11 @@ class TuningJobAnalytics:
                 "ObjectiveStatus": job.objective_status.value,
             }
             row.update({parameter_column(p): job.hyperparameters.get(p) for p in self.parameters})
-            # SageMaker's FinalObjectiveValue: only an objective that counts (a failed job's
-            # last value stays in the store and the REST records, not here)
-            succeeded = job.objective_status is ObjectiveStatus.SUCCEEDED
-            row["FinalObjectiveValue"] = job.objective if succeeded else None
+            # SageMaker's FinalObjectiveValue: only an objective that counts, a completed job's
+            # or one stopped early (its last value, as SageMaker's); a failed or interrupted
+            # job's last value stays in the store and the REST records, not here
+            counts = job.status is TrainingStatus.COMPLETED or stopped_early(job)
+            row["FinalObjectiveValue"] = job.objective if counts else None
             row["ObjectiveMetricName"] = self.objective_metric_name
             row["FailureReason"] = job.failure_reason
             row["TrainingStartTime"] = _time(job.running_at or job.started_at)

@@ -138,10 +138,6 @@ def _cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def _objective_cell(value: float | None) -> str:
-    return "-" if value is None else objective_text(value)
-
-
 def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     """Status, reason, counters and the best ``top`` training jobs as text."""
     d = tuner.describe()
@@ -183,7 +179,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
             [
                 j.name,
                 *(_cell(j.hyperparameters.get(n)) for n in names),
-                _objective_cell(j.objective),
+                objective_text(j.objective),
                 _cell(j.duration),
             ]
             for j in shown

@@ -35,6 +35,7 @@ StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
 
 
 MAX_JOBS = 100_000
+NEWER_FIELDS = ("min_relative_improvement",)  # TuningJobDefinition.to_json leaves them out
 MAX_SEED = 2**32 - 1
 MAX_RUNTIME_SECONDS = 10_000_000  # about 115 days
 MAX_GPUS_PER_JOB = 1024
@@ -314,9 +315,12 @@ class TuningJobDefinition(_Strict):
                 return data
             ranges = data["hyperparameter_ranges"].items()
             space = SearchSpace({n: parameter_from_dict(s) for n, s in ranges})
-            grid = make_strategy("Grid", space, options=data.get("strategy_options"))
-        except Exception:
+        except Exception:  # malformed: the field checks say what is wrong
             return data
+        try:
+            grid = make_strategy("Grid", space, options=data.get("strategy_options"))
+        except ValidationError as exc:  # too large a grid, a bad option: the grid's own words
+            raise ValueError(str(exc)) from None
         assert isinstance(grid, GridStrategy)
         if grid.size > MAX_JOBS:
             raise ValueError(
@@ -491,7 +495,14 @@ class TuningJobDefinition(_Strict):
         return ObjectiveAggregation(self.objective_aggregation)
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The definition as stored and sent to a service; fields added since the last release
+        are left out while they hold their default, so that an older service (or an older
+        process on the same database) still reads it."""
+        data = self.model_dump(mode="json")
+        for name in NEWER_FIELDS:
+            if data.get(name) == type(self).model_fields[name].default:
+                data.pop(name)
+        return data
 
 
 def check_working_directory(job: JobDefinition) -> None:

@@ -230,6 +230,7 @@ class Scheduler:
         self.completed = 0
         self.best: TrainingJob | None = None
         self.since_improvement = 0
+        self._patience_base: float | None = None  # the best when since_improvement was reset
         self.workdir = Path(definition.job_definition.output_path) / name
         jd = definition.job_definition
         self.uploader = (
@@ -714,6 +715,7 @@ class Scheduler:
             if self._improves(job):
                 if self._improves_enough(job):
                     self.since_improvement = 0
+                    self._patience_base = job.objective
                 self.best = job
             elif (
                 self.best is not None
@@ -744,14 +746,12 @@ class Scheduler:
 
     def _improves_enough(self, job: TrainingJob) -> bool:
         """Whether a new best resets ``max_jobs_without_improvement``'s count: it beats the
-        previous best by at least ``min_relative_improvement`` of it (any gain when that is 0,
-        or there was none, or it was 0)."""
-        previous = self.best.objective if self.best else None
-        if previous is None or job.objective is None:
+        best as of the last reset by at least ``min_relative_improvement`` of it (so gains too
+        small one by one count once they add up; any gain when that is 0 or there was none)."""
+        base = self._patience_base
+        if base is None or job.objective is None:
             return True
-        return abs(job.objective - previous) >= self.definition.min_relative_improvement * abs(
-            previous
-        )
+        return abs(job.objective - base) >= self.definition.min_relative_improvement * abs(base)
 
     def _improves_on(self, value: float, other: float | None, worst: bool = False) -> bool:
         """Whether ``value`` is better than ``other`` (worse, with ``worst``); None loses."""

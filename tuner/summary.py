@@ -24,10 +24,12 @@ OBJECTIVE_DIGITS = 6  # significant digits an objective is shown with, at least
 MAX_OBJECTIVE_DIGITS = 10
 
 
-def objective_text(value: float) -> str:
+def objective_text(value: float | None) -> str:
     """An objective as text: the fewest significant digits from ``OBJECTIVE_DIGITS`` up to
     ``MAX_OBJECTIVE_DIGITS`` that read back as the same number (0.9999996 read as 1 at six
-    digits, and two close bests as a tie), else ``MAX_OBJECTIVE_DIGITS``."""
+    digits, and two close bests as a tie), else ``MAX_OBJECTIVE_DIGITS``; "-" for None."""
+    if value is None:
+        return "-"
     if not math.isfinite(value):
         return str(value)
     for digits in range(OBJECTIVE_DIGITS, MAX_OBJECTIVE_DIGITS):

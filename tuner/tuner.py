@@ -47,6 +47,7 @@ from tuner.scheduler import (
 )
 from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
+from tuner.strategies import strategy_name
 from tuner.summary import best_of, describe
 from tuner.warm_start import WarmStartConfig, resolve
 
@@ -152,7 +153,6 @@ class HyperparameterTuner:
         max_failed_jobs: int | None = None,
         target_objective_value: float | None = None,
         max_jobs_without_improvement: int | None = None,
-        min_relative_improvement: float = 0.0,
         max_tuning_runtime: float | None = None,
         objective_aggregation: str = "Last",
         strategy_options: Mapping[str, Any] | None = None,
@@ -165,6 +165,7 @@ class HyperparameterTuner:
         service_url: str | None = None,
         service_token: str | None = None,
         tracking_uri: str | None = None,
+        min_relative_improvement: float = 0.0,
     ) -> None:
         ranges: dict[str, Any] = {}
         for key, rng in dict(hyperparameter_ranges).items():
@@ -179,7 +180,10 @@ class HyperparameterTuner:
             if isinstance(job_definition, JobDefinition)
             else dict(job_definition)
         )
-        grid = isinstance(strategy, str) and strategy.lower() == "grid"
+        try:
+            grid = strategy_name(strategy) == "Grid"
+        except ValidationError:  # the definition names the rule
+            grid = False
         limit = {"max_jobs": max_jobs} if max_jobs is not None else {} if grid else {"max_jobs": 10}
         definition = TuningJobDefinition.parse(
             {
@@ -400,17 +404,20 @@ class HyperparameterTuner:
         ``max_jobs``, nothing runs twice. Raises ``ValidationError`` when it has ended
         otherwise or another process holds it."""
         name = self._require_name()
+        owner = process_owner()
         record = self.store.get_tuning_job(name)
-        if record.status is TuningStatus.STOPPED and record.status_reason == SIGNALLED:
-            record = self.store.reopen_tuning_job(name, STOPPED_BY_TUNER, INTERRUPTED)
+        reopened = record.status is TuningStatus.STOPPED and self.store.reopen_tuning_job(
+            name, SIGNALLED, STOPPED_BY_TUNER, INTERRUPTED, owner, lease_seconds()
+        )
+        if reopened or record.status is TuningStatus.STOPPED:
+            record = self.store.get_tuning_job(name)  # reopened, or by another process
         if record.status.terminal:
             raise ValidationError(
                 f"tuning job {name} has ended ({record.status.value}): {record.status_reason}; "
                 "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
                 "resumed: start another (warm_start_config takes this one's results)"
             )
-        owner = process_owner()
-        if not self.store.claim_tuning_job(name, owner, lease_seconds()):
+        if not reopened and not self.store.claim_tuning_job(name, owner, lease_seconds()):
             record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended
             if record.status.terminal:
                 raise ValidationError(f"tuning job {name} has ended ({record.status.value})")

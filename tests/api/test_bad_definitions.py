@@ -299,6 +299,14 @@ CASES += [
         ["max_jobs left out runs the whole grid", "at most 100000", "got 160000"],
         False,
     ),
+    (  # it said "max_jobs: required, missing"
+        "grid-too-large-to-build",
+        lambda d: d.update(
+            strategy="Grid", strategy_options={"points_per_continuous": 2000}, max_jobs=None
+        ),
+        ["a grid may hold at most 1000000 configurations"],
+        False,
+    ),
 ]
 IDS = [c[0] for c in CASES]
 

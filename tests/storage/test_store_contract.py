@@ -209,6 +209,23 @@ def test_a_stop_request_racing_the_create_is_not_lost(store, database_url):
     other.close()
 
 
+def test_an_interrupted_tuning_job_is_reopened_once_and_leased_to_who_reopened_it(store):
+    """Two resumes at once both reopened it, the second clearing the first's lease: two
+    schedulers ran it."""
+    store.create_tuning_job("t", DEFINITION)
+    job = store.create_training_job("t", 1, {"lr": 0.1})
+    store.finish_training_job(job.name, TrainingStatus.STOPPED, None, "stopped by the tuner")
+    store.set_tuning_status("t", TuningStatus.STOPPED, "interrupted")
+    args = ("interrupted", "stopped by the tuner", "run again")
+    assert store.reopen_tuning_job("t", *args, owner="a", ttl=60)
+    assert not store.reopen_tuning_job("t", *args, owner="b", ttl=60)
+    record = store.get_tuning_job("t")
+    assert record.status is TuningStatus.IN_PROGRESS and record.owner == "a"
+    assert store.get_training_job(job.name).failure_reason == "run again"
+    store.set_tuning_status("t", TuningStatus.STOPPED, "stopped on request")
+    assert not store.reopen_tuning_job("t", *args, owner="b", ttl=60)  # not interrupted
+
+
 def test_a_stop_request_for_no_job_is_not_found(store):
     with pytest.raises(NotFoundError):
         store.request_stop("nope")

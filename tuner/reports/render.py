@@ -46,10 +46,6 @@ COLOURS = [
 ]
 
 
-def _objective(value: float | None) -> str:
-    return "-" if value is None else objective_text(value)
-
-
 def _fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "-"
@@ -304,8 +300,8 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(a["strategy"]),
             f"{a['max_jobs']} ({a['max_parallel_jobs']})",
             str(len(a["runs"])),
-            _objective(a["best_median"]),
-            _objective(a["best_overall"]),
+            objective_text(a["best_median"]),
+            objective_text(a["best_overall"]),
             _fmt(a["jobs_to_best_median"], 3),
             _fmt(a["seconds_to_best_median"], 3),
             _fmt(a["wall_seconds_median"], 3),
@@ -339,7 +335,7 @@ def reach_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             if other == arm or r is None:
                 cells.append("-")
             elif r["jobs_median"] is None:
-                cells.append(f"never ({_objective(r['target'])})")
+                cells.append(f"never ({objective_text(r['target'])})")
             else:
                 cells.append(f"{_fmt(r['jobs_median'], 3)} ({r['runs_reaching']}/{r['runs']} runs)")
         rows.append(cells)
@@ -356,7 +352,7 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             str(i),
             t["arm"],
             t["training_job"],
-            _objective(t["objective"]),
+            objective_text(t["objective"]),
             *(_fmt(t["hyperparameters"].get(n)) for n in names),
             *([t.get("artifacts_uri") or "-"] if uploaded else []),
         ]

@@ -368,16 +368,39 @@ class Store:
                 row.lease_expires = None
             return _tuning(row)
 
-    def reopen_tuning_job(self, name: str, stopped_reason: str, rerun_reason: str) -> TuningJob:
-        """Make an ended tuning job InProgress again (no owner, no end) so that it can be
-        resumed; its training jobs Stopped with ``stopped_reason`` get ``rerun_reason``."""
+    def reopen_tuning_job(
+        self,
+        name: str,
+        ended_reason: str,
+        stopped_reason: str,
+        rerun_reason: str,
+        owner: str,
+        ttl: float,
+    ) -> bool:
+        """Make a tuning job that ended Stopped with ``ended_reason`` InProgress again, leased to
+        ``owner`` for ``ttl`` seconds, in one conditional UPDATE (two processes resuming it at
+        once: one wins, the other finds it running; no service adopts it in between); its
+        training jobs Stopped with ``stopped_reason`` get ``rerun_reason``. True when it did."""
         with self._session() as session:
+            reopened = session.execute(
+                update(TuningJobRow)
+                .where(
+                    TuningJobRow.name == name,
+                    TuningJobRow.status == TuningStatus.STOPPED.value,
+                    TuningJobRow.status_reason == ended_reason,
+                )
+                .values(
+                    status=TuningStatus.IN_PROGRESS.value,
+                    status_reason=None,
+                    ended_at=None,
+                    stop_requested=False,
+                    owner=owner,
+                    lease_expires=time.time() + ttl,
+                )
+            ).rowcount  # type: ignore[attr-defined]
+            if not reopened:
+                return False
             row = self._tuning_row(session, name)
-            row.status = TuningStatus.IN_PROGRESS.value
-            row.status_reason = None
-            row.ended_at = None
-            row.owner = None
-            row.lease_expires = None
             session.execute(
                 update(TrainingJobRow)
                 .where(
@@ -387,7 +410,7 @@ class Store:
                 )
                 .values(failure_reason=rerun_reason)
             )
-            return _tuning(row)
+            return True
 
     def set_strategy_state(self, name: str, state: dict[str, Any]) -> None:
         """Record what the tuning job's strategy says of itself (``Strategy.describe``)."""
