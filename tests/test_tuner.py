@@ -123,7 +123,7 @@ def test_minimize_picks_the_lowest(tmp_path):
         ({"sort_by": "speed"}, "sort_by must be one of number, name, created, status, objective"),
         ({"sort_order": "down"}, "sort_order must be Ascending or Descending"),
         ({"status": "Done"}, "status must be one of Pending, InProgress, .*, got 'Done'"),
-        ({"limit": 0}, "limit must be >= 1"),
+        ({"limit": 0}, r"limit must be an integer 1\.\.100000 \(or None\), got 0"),
     ]:
         with pytest.raises(ValidationError, match=message):
             tuner.training_jobs(**bad)
