@@ -545,20 +545,23 @@ def test_other_client_mistakes(http, server):
     assert http.get("/healthz").status_code == 200
 
 
-def test_python_api_against_the_service(server):
-    tuner = HyperparameterTuner(
-        {"command": [sys.executable, str(FAKE_TRAIN)]},
+def _service_tuner(server, **kw):
+    return HyperparameterTuner(
+        {"command": [sys.executable, str(FAKE_TRAIN)], **kw.pop("job", {})},
         "accuracy",
         {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)},
         [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
         strategy="Random",
-        max_jobs=3,
         max_parallel_jobs=1,
         random_seed=1,
-        name="py-client",
         service_url=server.url,
         service_token="test-token-0123456789",
+        **kw,
     )
+
+
+def test_python_api_against_the_service(server):
+    tuner = _service_tuner(server, max_jobs=3, name="py-client")
     tuner.fit()
     assert tuner.describe()["status"] == "Completed"
     assert tuner.best_training_job().objective == max(j.objective for j in tuner.training_jobs())
@@ -595,21 +598,6 @@ def test_python_api_against_the_service(server):
         )
         bad.definition = bad.definition.model_copy(update={"max_parallel_jobs": 9, "name": "x9"})
         bad.client.create({**bad.definition.to_json()})
-
-
-def _service_tuner(server, **kw):
-    return HyperparameterTuner(
-        {"command": [sys.executable, str(FAKE_TRAIN)], **kw.pop("job", {})},
-        "accuracy",
-        {"x": ContinuousParameter(0.0, 1.0), "y": ContinuousParameter(0.0, 1.0)},
-        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
-        strategy="Random",
-        max_parallel_jobs=1,
-        random_seed=1,
-        service_url=server.url,
-        service_token="test-token-0123456789",
-        **kw,
-    )
 
 
 def test_the_python_api_on_a_service_behaves_as_in_process(server, tmp_path):
