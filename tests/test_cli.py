@@ -454,11 +454,15 @@ def test_missing_files_and_names_are_clear_errors(tmp_path):
     (tmp_path / "empty.yaml").write_text("\n")
     (tmp_path / "binary.yaml").write_bytes(b"max_jobs: 3\n\xff\xfe\x00")
     (tmp_path / "list.yaml").write_text("- max_jobs: 3\n")
+    (tmp_path / "comments.yaml").write_text("# max_jobs: 3\n")  # it named no file
+    (tmp_path / "twice.yaml").write_text("max_jobs: 3\nmax_jobs: 4\n")
     for command in ("run", "compare"):
         for name, message in (
             ("empty.yaml", "empty.yaml is empty: a {what} is a YAML or JSON mapping"),
             ("binary.yaml", "binary.yaml is not UTF-8 text (invalid start byte at byte 12)"),
-            ("list.yaml", "must be a mapping, got [{{'max_jobs': 3}}]"),
+            ("list.yaml", "list.yaml holds [{{'max_jobs': 3}}]: a {what} is a YAML or JSON"),
+            ("comments.yaml", "comments.yaml holds None: a {what} is a YAML or JSON mapping"),
+            ("twice.yaml", 'in "twice.yaml", line 2'),  # was "<unicode string>"
         ):
             what = "tuning job definition" if command == "run" else "comparison spec"
             result = tuner(tmp_path, command, name)

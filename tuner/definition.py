@@ -35,6 +35,7 @@ StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
 
 
 MAX_JOBS = 100_000
+MAX_NESTING = 64  # levels of objects and lists a definition may nest (a real one: about 5)
 NEWER_FIELDS = ("min_relative_improvement",)  # TuningJobDefinition.to_json leaves them out
 MAX_SEED = 2**32 - 1
 MAX_RUNTIME_SECONDS = 10_000_000  # about 115 days
@@ -466,6 +467,11 @@ class TuningJobDefinition(_Strict):
             return data
         if not isinstance(data, dict):
             raise ValidationError(f"a tuning job definition must be a mapping, got {data!r:.80}")
+        if _deeper_than(data, MAX_NESTING):  # 500 levels overflowed Python's recursion: a 500
+            raise ValidationError(
+                f"a tuning job definition nests objects and lists at most {MAX_NESTING} deep, "
+                "this one deeper"
+            )
         try:
             return cls.model_validate(plain(data))
         except pydantic.ValidationError as exc:
@@ -505,6 +511,18 @@ class TuningJobDefinition(_Strict):
         return data
 
 
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether mappings and lists nest more than ``limit`` deep in ``data`` (no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def check_working_directory(job: JobDefinition) -> None:
     """Raise ``ValidationError`` when a local launcher's ``working_directory`` is not a folder.
 
@@ -541,8 +559,9 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def read_yaml_file(path: str | Path, what: str) -> Any:
-    """The YAML (or JSON) document in ``path``. ``ValidationError`` naming the file and ``what``
-    it should hold when it cannot be read, is not UTF-8 text, is empty, or is not YAML."""
+    """The YAML (or JSON) mapping in ``path``. ``ValidationError`` naming the file and ``what``
+    it should hold when it cannot be read, is not UTF-8 text, is empty, is not YAML, or holds
+    something other than a mapping (only comments, a list)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -555,9 +574,14 @@ def read_yaml_file(path: str | Path, what: str) -> Any:
     if not text.strip():
         raise ValidationError(f"{path} is empty: a {what} is a YAML or JSON mapping")
     try:
-        return yaml_text.load(text)
+        data = yaml_text.load(text)
     except yaml.YAMLError as exc:
-        raise ValidationError(f"{path} is not valid YAML: {exc}") from None
+        raise ValidationError(
+            f"{path} is not valid YAML: {str(exc).replace('<unicode string>', str(path))}"
+        ) from None
+    if not isinstance(data, dict):  # only comments, a list, a scalar: say which file
+        raise ValidationError(f"{path} holds {data!r:.80}: a {what} is a YAML or JSON mapping")
+    return data
 
 
 def explain(exc: pydantic.ValidationError) -> str:

@@ -99,8 +99,14 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
     ),
     (
         "nested-options",
-        lambda d: d.update(strategy="Bayesian", strategy_options={"lie": _nested(300)}),
+        lambda d: d.update(strategy="Bayesian", strategy_options={"lie": _nested(30)}),
         ["strategy_options.lie must be a string, number, boolean or null"],
+        False,
+    ),
+    (  # 500 levels overflowed the recursion that reads a definition: a 500
+        "nested-too-deep",
+        lambda d: d["job_definition"].update(environment=_nested(100)),
+        ["a tuning job definition nests objects and lists at most 64 deep"],
         False,
     ),
     ("seed", _set("random_seed", -1), ["random_seed", "greater than or equal to 0", "-1"], True),
@@ -586,6 +592,13 @@ def test_sagemaker_fields_it_does_not_have_or_we_lack_are_refused(
     assert response.status_code == 400, response.text
     for word in words:
         assert word in response.json()["detail"]
+
+
+def test_a_definition_nested_600_deep_gets_a_400_not_a_500(service: httpx.Client) -> None:
+    body = bad(lambda d: d["job_definition"].update(environment=_nested(600)))
+    response = post(service, body)
+    assert response.status_code == 400, response.text
+    assert "nests objects and lists at most 64 deep" in response.json()["detail"]
 
 
 def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Client) -> None:
