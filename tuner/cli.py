@@ -240,8 +240,9 @@ def add_progress_flags(parser: argparse.ArgumentParser) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     spec = ComparisonSpec.load(args.spec)
-    runs = len(spec.arms) * len(spec.seeds)
-    total = sum(a.max_jobs for a in spec.arms) * len(spec.seeds)
+    definitions = spec.definitions()  # a Grid arm's max_jobs may be its grid's size
+    runs = len(definitions)
+    total = sum(d.max_jobs for d in definitions)
     print(
         f"comparison {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} seeds = {runs} "
         f"tuning jobs, at most {total} training jobs",

@@ -52,7 +52,7 @@ class Arm(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")
     strategy: str
-    max_jobs: int = Field(ge=1)
+    max_jobs: int | None = Field(None, ge=1)  # left out: a Grid's whole grid (else required)
     max_parallel_jobs: int = Field(1, ge=1)
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     strategy_config: dict[str, Any] = Field(default_factory=dict)
@@ -142,7 +142,7 @@ class ComparisonSpec(BaseModel):
                                 "strategy_config": arm.strategy_config,
                                 "early_stopping_type": arm.early_stopping_type,
                                 "early_stopping_options": arm.early_stopping_options,
-                                "max_jobs": arm.max_jobs,
+                                **({} if arm.max_jobs is None else {"max_jobs": arm.max_jobs}),
                                 "max_parallel_jobs": arm.max_parallel_jobs,
                                 "random_seed": seed,
                                 "tags": {

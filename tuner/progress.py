@@ -45,7 +45,7 @@ class ProgressBar:
         failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
         best = f"best {self.metric}={objective_text(self.best)}" if self.best is not None else ""
         early = f", {self.stopped_early} stopped early" if self.stopped_early else ""
-        self.bar.set_postfix_str(best + failed + early)
+        self.bar.set_postfix_str((best + failed + early).strip())
 
     def show(self, description: dict[str, Any]) -> None:
         """Follow a tuning job by its ``describe()`` (one run by a service)."""

@@ -122,6 +122,10 @@ def test_reach_counts_the_jobs_until_another_arms_best(tmp_path, sqlite_url):
             "max_parallel_jobs <= max_jobs must hold",
         ),
         ({"seeds": [1, 1]}, "seeds must be distinct"),
+        (
+            {"arms": [{"name": "a", "strategy": "Random"}]},
+            "arm 'a', seed 1: invalid tuning job definition:\n  max_jobs: required, missing",
+        ),
         # numbers are numbers, as in a tuning job definition: true and "4" were read as 1 and 4
         ({"seeds": ["7"]}, "seeds.0: Input should be a valid integer (a whole number), got '7'"),
         (
@@ -145,6 +149,13 @@ def test_bad_specs_name_the_rule(tmp_path, overrides, message):
     with pytest.raises(ValidationError) as info:
         ComparisonSpec.parse(spec_data(tmp_path, **overrides))
     assert message in str(info.value)
+
+
+def test_a_grid_arm_without_max_jobs_runs_its_whole_grid(tmp_path):
+    """As a tuning job definition does (and SageMaker): it was refused as required."""
+    grid = {"name": "grid", "strategy": "Grid", "strategy_options": {"points_per_continuous": 3}}
+    spec = ComparisonSpec.parse(spec_data(tmp_path, arms=[grid]))
+    assert [d.max_jobs for d in spec.definitions()] == [9, 9]
 
 
 def test_cli_compare_then_report(tmp_path):
