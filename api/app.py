@@ -171,17 +171,23 @@ def _read_from(path: Path, offset: int, limit: int = LOG_CHUNK_BYTES) -> bytes:
         return f.read(limit)
 
 
-def _log_text(path: Path, end: int) -> Iterator[bytes]:
-    """A log's first ``end`` bytes in pieces of ``LOG_CHUNK_BYTES``, invalid UTF-8 replaced:
-    a log of gigabytes is sent without being held in memory (it was read whole, decoded and
-    encoded again: three times its size per request)."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+def _log_pieces(path: Path, end: int) -> Iterator[bytes]:
+    """A log's first ``end`` bytes in pieces of at most ``LOG_CHUNK_BYTES``: a log of gigabytes
+    is sent without being held in memory (it was read whole, decoded and encoded again: three
+    times its size per request)."""
     offset = 0
     while offset < end:
         data = _read_from(path, offset, min(LOG_CHUNK_BYTES, end - offset))
         if not data:
-            break
+            return
         offset += len(data)
+        yield data
+
+
+def _log_text(path: Path, end: int) -> Iterator[bytes]:
+    """``_log_pieces`` with invalid UTF-8 replaced (also a character cut by a piece's end)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for data in _log_pieces(path, end):
         yield decoder.decode(data).encode()
     yield decoder.decode(b"", final=True).encode()
 
@@ -384,15 +390,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             offset = path.stat().st_size
             if tail:
                 yield await asyncio.to_thread(tail_lines, path, tail, offset)
-            else:
-                sent = 0
-                while sent < offset:  # what was written when asked, in pieces
-                    size = min(LOG_CHUNK_BYTES, offset - sent)
-                    data = await asyncio.to_thread(_read_from, path, sent, size)
-                    if not data:
-                        break
-                    sent += len(data)
-                    yield data
+            else:  # what was written when asked, each piece read in a thread
+                pieces = _log_pieces(path, offset)
+                while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+                    yield piece
             while time.monotonic() < deadline:
                 data = await asyncio.to_thread(_read_from, path, offset)
                 offset += len(data)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from tuner.errors import ValidationError
@@ -75,6 +76,36 @@ FIELDS = {
     },
     "StoppingCondition": {"MaxRuntimeInSeconds", "MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"},
 }  # fmt: skip
+# The objects within each object of FIELDS that are checked too: field -> its kind in FIELDS
+# (a list's items each of that kind).
+NESTED = {
+    "": {
+        "HyperParameterTuningJobConfig": "HyperParameterTuningJobConfig",
+        "TrainingJobDefinition": "TrainingJobDefinition",
+        "WarmStartConfig": "WarmStartConfig",
+    },
+    "HyperParameterTuningJobConfig": {
+        key: key
+        for key in (
+            "ResourceLimits", "HyperParameterTuningJobObjective", "ParameterRanges",
+            "StrategyConfig", "TuningJobCompletionCriteria",
+        )
+    },
+    "ParameterRanges": {
+        "IntegerParameterRanges": "range",
+        "ContinuousParameterRanges": "range",
+        "CategoricalParameterRanges": "categorical range",
+    },
+    "StrategyConfig": {"HyperbandStrategyConfig": "HyperbandStrategyConfig"},
+    "TuningJobCompletionCriteria": {
+        "BestObjectiveNotImproving": "BestObjectiveNotImproving",
+        "ConvergenceDetected": "ConvergenceDetected",
+    },
+    "TrainingJobDefinition": {
+        "AlgorithmSpecification": "AlgorithmSpecification",
+        "StoppingCondition": "StoppingCondition",
+    },
+}  # fmt: skip
 # SageMaker features this service does not have: refused rather than ignored.
 UNSUPPORTED = {
     "TrainingJobDefinitions": "several training job definitions in one tuning job are not "
@@ -89,32 +120,6 @@ UNSUPPORTED = {
     "HyperParameterTuningJobConfig.ParameterRanges.AutoParameters": "automatic ranges are not "
     "supported: give each range",
 }
-
-
-def _known(node: Any, path: str, kind: str | None = None) -> None:
-    """Refuse a field SageMaker does not have at ``path`` (a misspelling, say) and the
-    features listed in ``UNSUPPORTED``; ``kind`` names the field set (default: the path's
-    last part)."""
-    if not isinstance(node, Mapping):
-        return
-    allowed = FIELDS[path.rsplit(".", 1)[-1] if kind is None else kind]
-    for key in node:
-        where = f"{path}.{key}" if path else str(key)
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValidationError(
-                f"{where}: SageMaker has no such field; {hint}the fields there are "
-                f"{', '.join(sorted(allowed))}"
-            )
-        unsupported = UNSUPPORTED.get(where.split("[", 1)[0])
-        if unsupported and node[key] not in (None, [], {}):
-            raise ValidationError(f"{where}: {unsupported}")
-
-
-def _known_items(items: Iterable[Any], path: str, kind: str) -> None:
-    for i, item in enumerate(items):
-        _known(item, f"{path}[{i}]", kind)
 
 
 def is_sagemaker_request(body: Mapping[str, Any]) -> bool:
@@ -280,42 +285,31 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
 NOT_IMPROVING_FRACTION = 0.01  # BestObjectiveNotImproving: "improve ... by 1% or greater"
 
 
-def _check_fields(body: Mapping[str, Any]) -> None:
-    """Every object of the request has only SageMaker's fields (see ``FIELDS``)."""
-    _known(body, "")
-    config = body.get("HyperParameterTuningJobConfig")
-    _known(config, "HyperParameterTuningJobConfig")
-    if not isinstance(config, Mapping):
+def _check_fields(node: Any, path: str = "", kind: str = "") -> None:
+    """Every object of the request (``node``, at ``path``, of ``FIELDS[kind]``) and those
+    ``NESTED`` in it has only SageMaker's fields: one SageMaker does not have (a misspelling,
+    say) is refused naming the closest, and so are the features in ``UNSUPPORTED``."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            _check_fields(item, f"{path}[{i}]", kind)
         return
-    for key in ("ResourceLimits", "HyperParameterTuningJobObjective", "ParameterRanges"):
-        _known(config.get(key), f"HyperParameterTuningJobConfig.{key}")
-    strategy = config.get("StrategyConfig")
-    _known(strategy, "HyperParameterTuningJobConfig.StrategyConfig")
-    if isinstance(strategy, Mapping):
-        path = "HyperParameterTuningJobConfig.StrategyConfig.HyperbandStrategyConfig"
-        _known(strategy.get("HyperbandStrategyConfig"), path)
-    criteria = config.get("TuningJobCompletionCriteria")
-    _known(criteria, "HyperParameterTuningJobConfig.TuningJobCompletionCriteria")
-    if isinstance(criteria, Mapping):
-        for key in ("BestObjectiveNotImproving", "ConvergenceDetected"):
-            _known(
-                criteria.get(key),
-                f"HyperParameterTuningJobConfig.TuningJobCompletionCriteria.{key}",
+    if not isinstance(node, Mapping):
+        return  # not an object: the reading of the request says what it must be
+    allowed = FIELDS[kind]
+    for key in node:
+        where = f"{path}.{key}" if path else str(key)
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValidationError(
+                f"{where}: SageMaker has no such field; {hint}the fields there are "
+                f"{', '.join(sorted(allowed))}"
             )
-    ranges = config.get("ParameterRanges")
-    if isinstance(ranges, Mapping):
-        for key in ("IntegerParameterRanges", "ContinuousParameterRanges"):
-            if isinstance(ranges.get(key), list):
-                _known_items(ranges[key], f"ParameterRanges.{key}", "range")
-        if isinstance(ranges.get("CategoricalParameterRanges"), list):
-            path = "ParameterRanges.CategoricalParameterRanges"
-            _known_items(ranges["CategoricalParameterRanges"], path, "categorical range")
-    training = body.get("TrainingJobDefinition")
-    _known(training, "TrainingJobDefinition")
-    if isinstance(training, Mapping):
-        for key in ("AlgorithmSpecification", "StoppingCondition"):
-            _known(training.get(key), f"TrainingJobDefinition.{key}")
-    _known(body.get("WarmStartConfig"), "WarmStartConfig")
+        unsupported = UNSUPPORTED.get(re.sub(r"\[\d+\]", "", where))
+        if unsupported and node[key] not in (None, [], {}):
+            raise ValidationError(f"{where}: {unsupported}")
+    for key, child in NESTED.get(kind, {}).items():
+        _check_fields(node.get(key), f"{path}.{key}" if path else key, child)
 
 
 def _convergence(config: Mapping[str, Any]) -> None:

@@ -45,21 +45,19 @@ class ServiceClient:
         give_up = time.monotonic() + patience
         pause = 0.5
         while True:
+            unreachable: httpx.HTTPError | None = None
             try:
                 response = self._http.request(method, path, **kw)
-            except httpx.TransportError as exc:
-                if time.monotonic() + pause <= give_up:
-                    time.sleep(pause)
-                    pause = min(pause * 2, 5.0)
-                    continue
-                raise TunerError(f"cannot reach the tuner service at {self.url}: {exc}") from None
             except httpx.HTTPError as exc:
-                raise TunerError(f"cannot reach the tuner service at {self.url}: {exc}") from None
-            if response.status_code == 503 and time.monotonic() + pause <= give_up:
-                time.sleep(pause)
-                pause = min(pause * 2, 5.0)
-                continue
-            break
+                unreachable = exc
+            retry = unreachable is None and response.status_code == 503
+            retry |= isinstance(unreachable, httpx.TransportError)
+            if not retry or time.monotonic() + pause > give_up:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
+        if unreachable is not None:
+            raise TunerError(f"cannot reach the tuner service at {self.url}: {unreachable}")
         if response.is_success:
             return response.json()
         try:

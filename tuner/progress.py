@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
-from tuner.summary import objective_text
+from tuner.summary import objective_text, stopped_early
 
 
 def wanted(enabled: bool | None) -> bool:
@@ -40,12 +40,10 @@ class ProgressBar:
         value = job.objective if job.status is TrainingStatus.COMPLETED else None
         if value is not None and (self.best is None or self.sign * value > self.sign * self.best):
             self.best = value
-        if (job.failure_reason or "").startswith("early stopping at step"):
+        if stopped_early(job):
             self.stopped_early += 1
-        failed = "" if job.status is TrainingStatus.COMPLETED else f" {job.status.value}"
-        best = f"best {self.metric}={objective_text(self.best)}" if self.best is not None else ""
-        early = f", {self.stopped_early} stopped early" if self.stopped_early else ""
-        self.bar.set_postfix_str((best + failed + early).strip())
+        shown = None if job.status is TrainingStatus.COMPLETED else job.status.value
+        self._postfix(self.best, shown, self.stopped_early)
 
     def show(self, description: dict[str, Any]) -> None:
         """Follow a tuning job by its ``describe()`` (one run by a service)."""
@@ -55,10 +53,17 @@ class ProgressBar:
             self.bar.update(ended - self.bar.n)
         best = description.get("best_training_job")
         status = description["status"]
-        text = f"best {self.metric}={objective_text(best['objective'])}" if best else ""
-        if status != TuningStatus.COMPLETED.value and TuningStatus(status).terminal:
-            text += f" {status}"  # as the in-process bar says Failed or Stopped
-        early = description.get("stopped_early") or 0
+        ended_otherwise = status != TuningStatus.COMPLETED.value and TuningStatus(status).terminal
+        self._postfix(
+            best["objective"] if best else None,
+            status if ended_otherwise else None,  # as the in-process bar says Failed or Stopped
+            description.get("stopped_early") or 0,
+        )
+
+    def _postfix(self, best: float | None, status: str | None, early: int) -> None:
+        """``best METRIC=value [status], N stopped early`` beside the bar (what there is)."""
+        text = f"best {self.metric}={objective_text(best)}" if best is not None else ""
+        text += f" {status}" if status else ""
         text += f", {early} stopped early" if early else ""
         if text:
             self.bar.set_postfix_str(text.strip())
