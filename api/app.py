@@ -29,12 +29,14 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from api import schemas
 from api.dashboard import add_pages, data_router
 from api.sagemaker import from_sagemaker, is_sagemaker_request
 from api.settings import Settings
-from tuner.definition import TuningJobDefinition
+from tuner.definition import MAX_NESTING, TuningJobDefinition
 from tuner.errors import NotFoundError, StoreUnavailable, TunerError
 from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
@@ -52,6 +54,7 @@ FOLLOW_LIMIT_SECONDS = 6 * 3600
 LOG_FILE = "log.txt"
 LOG_CHUNK_BYTES = 1 << 20  # a log is read and sent in pieces of this size
 TAIL_LIMIT_BYTES = 16 << 20  # ``tail`` reads at most this much of the end of a log
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=63)]
 TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=81)]
@@ -192,6 +195,19 @@ def _log_text(path: Path, end: int) -> Iterator[bytes]:
     yield decoder.decode(b"", final=True).encode()
 
 
+def _methods_of(app: FastAPI, request: Request) -> list[str]:
+    """The methods some route answers on the request's path (asked of each route as the
+    router asks it, so routers included in others count too)."""
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL
+            for route in app.router.routes
+        )
+    ]
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The application; ``settings`` default to the environment (``Settings.from_env``)."""
     settings = settings or Settings.from_env()
@@ -253,6 +269,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except RecursionError:  # an input nested too deep to echo: leave it out
             errors = [{k: v for k, v in e.items() if k != "input"} for e in exc.errors()]
         return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """FastAPI's own answer, but a 405 names every method the path has (Starlette's
+        ``Allow`` named only the first route's: ``POST`` for ``/tuning-jobs``, which has GET
+        too) and a body that could not be parsed says why."""
+        headers = dict(exc.headers or {})
+        message = exc.detail
+        if exc.status_code == 405:
+            allowed = _methods_of(app, request)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+        elif exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            message = (
+                "the body nests JSON objects and lists deeper than the service can read; a "
+                f"tuning job definition nests them at most {MAX_NESTING} deep"
+            )
+        elif exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            message = f"the body is not UTF-8 JSON: {exc.__cause__}"
+        return JSONResponse({"detail": message}, status_code=exc.status_code, headers=headers)
 
     bearer = HTTPBearer(auto_error=False)
 

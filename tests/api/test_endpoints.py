@@ -702,3 +702,28 @@ def test_concurrent_clients(server):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_method_the_path_lacks_gets_a_405_naming_every_method_it_has(http):
+    """Starlette's ``Allow`` named only the first route's method (``POST`` for
+    ``/tuning-jobs``, which answers GET too)."""
+    response = http.request("DELETE", "/tuning-jobs")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, POST"
+    assert response.json()["detail"] == "DELETE is not allowed here; allowed: GET, POST"
+    assert http.put("/tuning-jobs/some-job/stop").headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nests JSON objects and lists deeper than the"),
+        (b'{"name": "caf\xe9"}', "the body is not UTF-8 JSON: 'utf-8' codec can't decode byte"),
+    ],
+    ids=["nested-5000-deep", "latin-1"],
+)
+def test_a_body_python_cannot_read_gets_a_400_saying_why(http, body, message):
+    """Both got 400 "There was an error parsing the body"."""
+    response = http.post("/tuning-jobs", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert message in response.json()["detail"]
