@@ -56,6 +56,27 @@ def test_max_jobs_left_out_is_ten_or_a_grids_whole_grid(tmp_path):
     assert HyperparameterTuner(**args).definition.max_jobs == 10
 
 
+def test_choice_fields_are_matched_without_regard_to_case_as_strategy_is(tmp_path):
+    """``strategy: random`` was accepted and ``objective_type: maximize`` refused."""
+    tuner = HyperparameterTuner(
+        **tuner_args(
+            tmp_path,
+            strategy="random",
+            objective_type="minimize",
+            objective_aggregation="BEST",
+            early_stopping_type="auto",
+        )
+    )
+    d = tuner.definition
+    assert (d.strategy, d.objective_type, d.objective_aggregation, d.early_stopping_type) == (
+        "Random",
+        "Minimize",
+        "Best",
+        "Auto",
+    )
+    # what is no case of a choice is refused as before: BAD's "Maximise"
+
+
 def test_a_failed_jobs_last_value_is_no_final_objective_in_the_dataframe(tmp_path):
     """Sorting FinalObjectiveValue picked a Failed job as the best (SageMaker leaves it empty)."""
     args = tuner_args(tmp_path, max_jobs=2, max_parallel_jobs=1)

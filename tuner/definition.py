@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tuner import yaml_text
 from tuner.artifacts import split_s3_uri
@@ -302,6 +302,19 @@ class TuningJobDefinition(_Strict):
     @classmethod
     def _strategy(cls, value: str) -> str:
         return strategy_name(value)
+
+    @field_validator(
+        "objective_type", "objective_aggregation", "early_stopping_type", mode="before"
+    )
+    @classmethod
+    def _any_case(cls, value: Any, info: ValidationInfo) -> Any:
+        """``maximize`` is ``Maximize``, as a strategy's name is matched without regard to
+        case; anything else is left for the field's own check to name."""
+        field = cls.model_fields[str(info.field_name)]
+        for choice in get_args(field.annotation):
+            if isinstance(value, str) and value.lower() == choice.lower():
+                return choice
+        return value
 
     @model_validator(mode="before")
     @classmethod
