@@ -571,3 +571,45 @@ def test_the_summary_prints_names_as_they_are(tmp_path, sqlite_url):
     )
     tuner.fit()
     assert '{"学习率": "β"}' in summary(tuner)
+
+
+def test_ctrl_c_while_the_command_imports_is_no_traceback(tmp_path):
+    """A Ctrl-C in the first half second of ``tuner run`` (its imports) printed a traceback.
+    Here the SIGINT is sent from inside the import of ``tuner.cli``, whenever that comes."""
+    script = """
+import os, signal, sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "tuner.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+from tuner.entry import main
+sys.argv = ["tuner", "--help"]
+sys.exit(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "tuner: interrupted\n"
+
+
+def test_importing_tuner_imports_nothing_heavy_until_a_name_is_used():
+    script = """
+import sys
+import tuner
+print("tuner.tuner" in sys.modules, "numpy" in sys.modules)
+from tuner import HyperparameterTuner, ValidationError
+print(HyperparameterTuner.__module__, ValidationError.__module__, "numpy" in sys.modules)
+try:
+    tuner.Nope
+except AttributeError as exc:
+    print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.splitlines() == [
+        "False False",
+        "tuner.tuner tuner.errors True",
+        "module 'tuner' has no attribute 'Nope'",
+    ], done.stderr

@@ -2,6 +2,6 @@
 
 import sys
 
-from tuner.cli import main
+from tuner.entry import main
 
 sys.exit(main())
