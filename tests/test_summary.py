@@ -17,6 +17,8 @@ from tuner.summary import objective_text
         (1 / 3, "0.3333333333"),
         (float("inf"), "inf"),
         (-2.5e-5, "-2.5e-05"),
+        (1234567.0, "1234567"),  # the pages wrote "1.234567e+6": they now follow this form
+        (1e20, "1e+20"),
     ],
 )
 def test_objectives_are_shown_with_the_digits_that_tell_them_apart(value, text):

@@ -69,13 +69,28 @@ export const OBJECTIVE_DIGITS = 6; // 0.999998 must not read as 1, nor two close
 const MAX_OBJECTIVE_DIGITS = 10;
 
 // An objective: the fewest significant digits from OBJECTIVE_DIGITS up to 10 that read back as
-// the same number (0.9999996 read as 1 at six), as tuner.summary.objective_text.
+// the same number (0.9999996 read as 1 at six), written as tuner.summary.objective_text writes
+// it (Python's "%g": 123456.7 is "123457", not "1.23457e+5"), so the pages and the CLI agree.
 export function fmtObjective(v) {
   if (typeof v !== "number" || !Number.isFinite(v)) return fmtNumber(v, OBJECTIVE_DIGITS);
   for (let d = OBJECTIVE_DIGITS; d < MAX_OBJECTIVE_DIGITS; d++) {
-    if (Number(v.toPrecision(d)) === v) return fmtNumber(v, d);
+    if (Number(v.toPrecision(d)) === v) return formatG(v, d);
   }
-  return fmtNumber(v, MAX_OBJECTIVE_DIGITS);
+  return formatG(v, MAX_OBJECTIVE_DIGITS);
+}
+
+// Python's f"{v:.{digits}g}" for a finite number: exponent form below 1e-4 and from
+// 10**digits on (after rounding), trailing zeros dropped, a two-digit exponent at least.
+export function formatG(v, digits) {
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  const [mantissa, power] = v.toExponential(digits - 1).split("e");
+  const exponent = Number(power);
+  const bare = (text) => (text.includes(".") ? text.replace(/\.?0+$/, "") : text);
+  if (exponent < -4 || exponent >= digits) {
+    const size = String(Math.abs(exponent)).padStart(2, "0");
+    return bare(mantissa) + "e" + (exponent < 0 ? "-" : "+") + size;
+  }
+  return bare(v.toFixed(Math.max(0, digits - 1 - exponent)));
 }
 
 export function fmtNumber(v, digits = 4) {

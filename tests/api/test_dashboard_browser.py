@@ -16,6 +16,7 @@ import pytest
 
 from tests.api.conftest import TOKEN, definition, wait_status
 from tests.conftest import skip_or_fail
+from tuner.summary import objective_text
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT = 60
@@ -249,16 +250,21 @@ def test_job_page_shows_where_early_stopping_can_cut(server, http, browser):
 def test_the_pages_number_format_keeps_digits_and_magnitudes(server, browser):
     """The pages showed a loss of 1200.4 as "12" (trailing zeros stripped from an integer part)
     and an accuracy of 0.999998 as "1" (four digits); objectives get six, more while six do
-    not read back as the same number (0.9999996 was "1" at six)."""
+    not read back as the same number (0.9999996 was "1" at six), written as the CLI writes them."""
     browser.get(f"{server.url}/ui/login")
     shown = browser.execute_async_script(
         """const done = arguments[arguments.length - 1];
         import("/ui/static/common.js").then((m) => done([
           m.fmtNumber(1200.4), m.fmtNumber(100.02), m.fmtNumber(0.5), m.fmtNumber(2.5e-5),
           m.fmtObjective(0.999998), m.fmtObjective(1200.4), m.fmtObjective(0.9999996),
-          m.fmtObjective(0.5), m.fmtObjective(1 / 3),
+          m.fmtObjective(0.5), m.fmtObjective(1 / 3), m.fmtObjective(1234567),
+          m.fmtObjective(123456.5), m.fmtObjective(-2.5e-5), m.fmtObjective(1e20),
         ]), (e) => done(String(e)));"""
     )
     assert shown == [
-        "1200", "100", "0.5", "2.500e-5", "0.999998", "1200.4", "0.9999996", "0.5", "0.3333333333"
+        "1200", "100", "0.5", "2.500e-5", "0.999998", "1200.4", "0.9999996", "0.5", "0.3333333333",
+        "1234567", "123456.5", "-2.5e-05", "1e+20",
     ]  # fmt: skip
+    # objectives as the CLI writes them (tuner.summary.objective_text): it had "1.234567e+6"
+    values = [1234567, 123456.5, -2.5e-5, 1e20]
+    assert shown[-4:] == [objective_text(v) for v in values]
