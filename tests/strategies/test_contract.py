@@ -93,6 +93,20 @@ def test_small_discrete_space_is_exhausted_without_duplicates(name):
     assert strategy.ask(1) == []
 
 
+@pytest.mark.parametrize("batch", [1, 8])
+def test_random_rebuilt_from_its_seed_after_many_jobs_goes_on_where_it_was(batch):
+    """Resume rebuilds a strategy from its seed and tells it the stored results; Random then
+    draws its earlier configurations again. With 1,000 fallback draws, a tuning job resumed
+    after about 1,000 jobs was "exhausted" and ended Completed, its other jobs never run."""
+    first = make_strategy("Random", SPACE, seed=5)
+    history = run(first, rounds=1200 // batch, batch=batch)
+    resumed = make_strategy("Random", SPACE, seed=5)
+    for config, value in history:
+        resumed.tell(config, value)
+    assert resumed.ask(batch) == first.ask(batch)  # the draws it would have made next
+    assert not resumed.exhausted
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_results_for_configs_never_asked_are_accepted(name):
     strategy = make_strategy(name, SPACE, seed=3)

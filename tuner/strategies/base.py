@@ -130,8 +130,11 @@ class Strategy(ABC):
         """A related problem's result in minimization form (hook; ignored by default)."""
 
     def _fallback(self) -> Config | None:
-        """A random configuration not seen yet, or None when the space is used up."""
-        for _ in range(MAX_FALLBACK_DRAWS):
+        """A random configuration not seen yet, or None when the space is used up. At least
+        as many draws as configurations seen: a strategy rebuilt from its seed on resume draws
+        again what it had drawn (Random: every one), and with 1,000 draws a Random tuning job
+        resumed after 1,000 jobs read as exhausted and ended "Completed"."""
+        for _ in range(MAX_FALLBACK_DRAWS + len(self._seen)):
             config = self.space.decode(self.space.sample(self.rng, 1)[0])
             if self.space.key(config) not in self._seen:
                 return config
