@@ -499,3 +499,32 @@ def test_a_job_whose_start_cannot_be_recorded_is_stopped(tmp_path, sqlite_url, m
         "its start could not be recorded (ValueError: value too long for type character "
         "varying(256)); stopped"
     )
+
+
+def test_a_job_stopped_by_a_person_keeps_its_last_value_with_best_aggregation(tmp_path, sqlite_url):
+    """With ``objective_aggregation="Best"`` a stopped job kept its best value (0.9), though a
+    job that does not complete keeps its last reported one (README; early stops did)."""
+    script = (
+        "import time\n"
+        "for a in (0.9, 0.5):\n"
+        "    print(f'validation: loss=0 accuracy={a}', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        max_jobs=1,
+        objective_aggregation="Best",
+        job={"command": [sys.executable, "-c", script]},
+    )
+    tuner.fit(wait=False)
+    wait_until_running(tuner, 1)
+    deadline = time.monotonic() + 30
+    store = Store(sqlite_url)
+    while len(store.metric_points(f"{tuner.name}-001", "accuracy")) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    tuner.stop()
+    tuner.wait(timeout=30)
+    (job,) = tuner.training_jobs()
+    assert (job.status, job.objective) == (TrainingStatus.STOPPED, 0.5)

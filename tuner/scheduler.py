@@ -597,7 +597,6 @@ class Scheduler:
         last = f"; last log line: {run.parser.last_line[:300]!r}" if run.parser.last_line else ""
         if run.early_stop is not None:
             outcome, reason = TrainingStatus.STOPPED, run.early_stop
-            objective = final_objective(run.points, d.objective_metric_name)
         elif stopped:
             outcome, reason = TrainingStatus.STOPPED, STOPPED_BY_TUNER
         elif timed_out:
@@ -638,6 +637,8 @@ class Scheduler:
         elif not math.isfinite(objective):
             outcome = TrainingStatus.FAILED
             reason = f"objective metric {d.objective_metric_name!r} is {objective}"
+        if outcome is not TrainingStatus.COMPLETED:  # any job that did not complete keeps its
+            objective = final_objective(run.points, d.objective_metric_name)  # last value
         ended = self.store.finish_training_job(
             run.job.name, outcome, objective, reason, exit_code, status.began_at, status.ended_at
         )
