@@ -594,18 +594,21 @@ def test_an_arm_without_a_result_saved_no_compute():
             "early_stopping": False,
             "compute_seconds_per_job_median": 100.0,
             "best_median": 0.9,
+            "compute_unit": "CPU-hours",
         },
         {
             "arm": "bad-auto",
             "early_stopping": True,
             "compute_seconds_per_job_median": 31.0,
             "best_median": None,
+            "compute_unit": "CPU-hours",
         },
         {
             "arm": "auto",
             "early_stopping": True,
             "compute_seconds_per_job_median": 40.0,
             "best_median": 0.8,
+            "compute_unit": "CPU-hours",
         },
     ]
     _compute_saved(rows)
@@ -731,3 +734,152 @@ def test_a_report_of_two_comparisons_keeps_their_same_named_arms_apart(sqlite_ur
     assert (arms["large/random"]["max_jobs"], arms["large/random"]["best_median"]) == (8, 0.9)
     one = build(store, ["small-random-s1"])["arms"]  # one comparison: the plain arm name
     assert [a["arm"] for a in one] == ["random"]
+
+
+def runs_of_jobs(url: str, runs: list[tuple[str, str, dict, list[tuple]]]) -> Store:
+    """A store holding tuning jobs (name, arm, job_definition and definition fields, and its
+    jobs' status, objective, seconds and failure reason), minimising ``loss``."""
+    store = Store(url)
+    for name, arm, fields, ends in runs:
+        definition = {
+            "objective_metric_name": "loss",
+            "objective_type": "Minimize",
+            "hyperparameter_ranges": {},
+            "tags": {"arm": arm},
+            **fields,
+        }
+        store.create_tuning_job(name, definition)
+        for number, (status, objective, seconds, reason) in enumerate(ends, 1):
+            job = store.create_training_job(name, number, {})
+            store.finish_training_job(
+                job.name, status, objective, reason, began_at=1000.0, ended_at=1000.0 + seconds
+            )
+    return store
+
+
+DONE, FAILED = TrainingStatus.COMPLETED, TrainingStatus.FAILED
+
+
+def test_a_run_without_a_result_counts_as_the_worst_in_its_arms_median(tmp_path, sqlite_url):
+    """An arm that lost a seed (every job failed) showed the median of the others, 0.583 of
+    0.333 and 0.833, and so ranked above an arm whose same seeds all ran."""
+
+    def ended(*values):
+        return [(DONE, v, 1.0, None) if v is not None else (FAILED, None, 1.0, "x") for v in values]
+
+    store = runs_of_jobs(
+        sqlite_url,
+        [
+            ("steady-1", "steady", {}, ended(0.5, 1 / 3)),
+            ("steady-2", "steady", {}, ended(4 / 3)),
+            ("steady-3", "steady", {}, ended(5 / 6)),
+            ("flaky-1", "flaky", {}, ended(1 / 3)),
+            ("flaky-2", "flaky", {}, ended(None, None)),
+            ("flaky-3", "flaky", {}, ended(5 / 6)),
+        ],
+    )
+    names = ["steady-1", "steady-2", "steady-3", "flaky-1", "flaky-2", "flaky-3"]
+    data = build(store, names)
+    arms = {a["arm"]: a for a in data["arms"]}
+    assert arms["steady"]["best_median"] == arms["flaky"]["best_median"] == pytest.approx(5 / 6)
+    assert arms["flaky"]["best_per_run"] == [1 / 3, None, 5 / 6]
+    assert arms["flaky"]["runs_without_result"] == 1
+    from tuner.reports.render import arm_table, best_band
+
+    head, rows = arm_table(data)
+    runs = {row[0]: row[head.index("runs")] for row in rows}
+    assert runs == {"steady": "3", "flaky": "3 (1 without a result)"}
+    median, _, _ = best_band([[p["best"] for p in c] for c in data["curves"]["flaky"]], False)
+    assert list(median) == pytest.approx([5 / 6, 5 / 6])  # the plotted median line, likewise
+
+
+@pytest.mark.parametrize(
+    ("bests", "median"),
+    [
+        ([0.2, None, 0.4], 0.4),
+        ([0.2, None, None], None),
+        ([0.2, 0.4, 0.6, None], 0.5),
+        ([0.2, 0.4, None, None], None),
+        ([0.25, 0.75], 0.5),
+        ([], None),
+    ],
+)
+def test_median_best_ranks_a_missing_result_last(bests, median):
+    from tuner.reports.data import median_best
+
+    assert median_best(bests, maximize=False) == median
+    flipped = [None if b is None else -b for b in bests]
+    assert median_best(flipped, maximize=True) == (None if median is None else -median)
+
+
+def test_attempts_that_ran_again_are_no_jobs_on_the_jobs_axis(sqlite_url):
+    """Two attempts a Ctrl-C stopped (their configurations ran again) were counted: an arm
+    whose best came with its first job of the budget showed "jobs to best 3"."""
+    from tuner.summary import INTERRUPTED
+
+    store = runs_of_jobs(
+        sqlite_url,
+        [
+            (
+                "a",
+                "a",
+                {},
+                [
+                    (TrainingStatus.STOPPED, None, 2.0, INTERRUPTED),
+                    (TrainingStatus.STOPPED, None, 3.0, INTERRUPTED),
+                    (DONE, 0.1, 4.0, None),
+                    (DONE, 0.2, 5.0, None),
+                ],
+            )
+        ],
+    )
+    data = build(store, ["a"])
+    (curve,) = data["curves"]["a"]
+    assert [(p["jobs"], p["best"]) for p in curve] == [(1, 0.1), (2, 0.1)]
+    assert curve[0]["compute_seconds"] == pytest.approx(2.0 + 3.0 + 4.0)  # their compute counts
+    assert data["arms"][0]["jobs_to_best_median"] == 1
+
+
+def test_gpu_and_cpu_arms_keep_their_units_and_compute_saved_compares_like_with_like(
+    sqlite_url,
+):
+    """The table's compute column took the first arm's unit for every arm, and a CPU arm's
+    saving was measured in CPU-seconds against a GPU arm's GPU-seconds."""
+    gpu = {"job_definition": {"gpus_per_job": 0.5}}
+    auto = {"early_stopping_type": "Auto"}
+    store = runs_of_jobs(
+        sqlite_url,
+        [
+            ("gpu", "gpu", gpu, [(DONE, 0.5, 3600.0, None)] * 2),
+            ("cpu-auto", "cpu-auto", auto, [(DONE, 0.4, 1800.0, None)] * 2),
+        ],
+    )
+    data = build(store, ["gpu", "cpu-auto"])
+    arms = {a["arm"]: a for a in data["arms"]}
+    assert arms["cpu-auto"]["compute_saved"] is None  # no full-budget CPU arm to compare with
+    from tuner.reports.render import arm_table
+
+    head, rows = arm_table(data)
+    cells = {row[0]: row[head.index("compute")] for row in rows}
+    assert cells == {"gpu": "1 GPU-hours", "cpu-auto": "1 CPU-hours"}
+    store = runs_of_jobs(sqlite_url, [("cpu", "cpu", {}, [(DONE, 0.5, 3600.0, None)] * 2)])
+    arms = {a["arm"]: a for a in build(store, ["gpu", "cpu", "cpu-auto"])["arms"]}
+    assert arms["cpu-auto"]["compute_reference"] == "cpu"
+    assert arms["cpu-auto"]["compute_saved"] == pytest.approx(0.5)
+
+
+def test_jobs_sharing_a_gpu_count_their_share_of_it(sqlite_url):
+    """``jobs_per_gpu: 2`` with ``gpus_per_job: 1`` counted each job as a whole GPU (twice the
+    same sharing written ``gpus_per_job: 0.5``)."""
+    shared = {"job_definition": {"gpus_per_job": 1, "jobs_per_gpu": 2}}
+    half = {"job_definition": {"gpus_per_job": 0.5}}
+    store = runs_of_jobs(
+        sqlite_url,
+        [
+            ("shared", "shared", shared, [(DONE, 0.5, 3600.0, None)] * 2),
+            ("half", "half", half, [(DONE, 0.5, 3600.0, None)] * 2),
+        ],
+    )
+    data = build(store, ["shared", "half"])
+    assert [a["compute_hours"] for a in data["arms"]] == [1.0, 1.0]
+    assert [c[0][-1]["compute_seconds"] for c in data["curves"].values()] == [3600.0, 3600.0]

@@ -2,9 +2,11 @@
 
 Tuning jobs are grouped into arms by their ``arm`` tag (a comparison's runs; named
 ``comparison/arm`` when the runs come from several comparisons), otherwise each tuning job is an
-arm of its own. Per run, training jobs are counted in the order they ended;
+arm of its own. Per run, training jobs are counted in the order they ended (not an attempt
+whose configuration ran again, e.g. one a Ctrl-C stopped: it used no job of the budget);
 "best so far" after k jobs is the best objective of the first k jobs to end. Per arm: the
-median of its runs' best values, jobs and seconds until the run first reached its own best,
+median of its runs' best values (a run without one counted as the worst: ``median_best``),
+jobs and seconds until the run first reached its own best,
 compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
 stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
 configurations; every completed job's objective against each hyperparameter (the runs' ranges
@@ -15,7 +17,8 @@ Compute is training-seconds actually used (a job's duration times its GPUs, a fr
 counted by its share; one CPU per job without GPUs), so the curves also give best so far
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per training job over that of
-the first full-budget arm with a result (``compute_reference``); per job counted towards
+the first full-budget arm with a result in the same unit (``compute_reference``: GPU-seconds
+and CPU-seconds do not compare); per job counted towards
 ``max_jobs`` (not a start that did not happen, nor a run ended from outside, whose compute
 counts), so that arms of other ``max_jobs`` compare.
 ``warm_starts`` lists the runs that started from earlier tuning jobs: their parents and what was
@@ -123,16 +126,18 @@ def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
     """After each ended job: how many ended, seconds since the run began, compute used by the
     ended jobs (training-seconds, see the module docstring), best value so far."""
     best: float | None = None
-    curve = []
+    curve: list[dict[str, Any]] = []
     compute = 0.0
-    for k, job in enumerate(run.ended(), start=1):
+    for job in run.ended():
+        compute += (job.duration or 0.0) * _share(run)
+        if ran_again(job):  # its configuration ran again: no job of the budget, compute used
+            continue
         value = job.objective if job.status is TrainingStatus.COMPLETED else None
         if value is not None and _better(value, best, maximize):
             best = value
-        compute += (job.duration or 0.0) * _share(run)
         curve.append(
             {
-                "jobs": k,
+                "jobs": len(curve) + 1,
                 "seconds": (job.ended_at or 0.0) - run.record.created_at,
                 "compute_seconds": compute,
                 "best": best,
@@ -142,9 +147,11 @@ def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
 
 
 def _share(run: Run) -> float:
-    """GPUs per job of a run (a fraction counted by its share), or 1 (one CPU) without GPUs."""
-    gpus = run.record.definition.get("job_definition", {}).get("gpus_per_job", 0) or 0
-    return float(gpus) or 1.0
+    """GPUs per job of a run, each counted by its share (``gpus_per_job: 0.5``, or
+    ``jobs_per_gpu: 2`` jobs on each GPU: half a GPU each), or 1 (one CPU) without GPUs."""
+    job_definition = run.record.definition.get("job_definition", {})
+    gpus = float(job_definition.get("gpus_per_job", 0) or 0)
+    return gpus / (job_definition.get("jobs_per_gpu") or 1) if gpus else 1.0
 
 
 def stops_early(definition: dict[str, Any]) -> bool:
@@ -157,18 +164,20 @@ def stops_early(definition: dict[str, Any]) -> bool:
 
 def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
     """Add ``compute_saved`` (a fraction) and ``compute_reference`` (an arm) to arms that stop
-    jobs early and have a result, against the first full-budget arm with a result (an arm whose
-    every job failed did not train to the end: it is no reference, and it saved nothing);
-    None where there is none. Compute is compared per training job (see the module docstring)."""
+    jobs early and have a result, against the first full-budget arm with a result and the same
+    compute unit (an arm whose every job failed did not train to the end: it is no reference,
+    and it saved nothing); None where there is none. Compute is compared per training job
+    (see the module docstring)."""
     per_job = "compute_seconds_per_job_median"
     full = [
         r
         for r in arm_rows
         if not r["early_stopping"] and r[per_job] and r["best_median"] is not None
     ]
-    reference = full[0] if full else None
     for row in arm_rows:
         row["compute_saved"], row["compute_reference"] = None, None
+        # GPU-seconds and CPU-seconds do not compare: the reference is in the row's unit
+        reference = next((r for r in full if r["compute_unit"] == row["compute_unit"]), None)
         if reference is None or not row["early_stopping"] or row["best_median"] is None:
             continue
         used = row[per_job]
@@ -179,6 +188,19 @@ def _compute_saved(arm_rows: list[dict[str, Any]]) -> None:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
+
+
+def median_best(bests: list[float | None], maximize: bool) -> float | None:
+    """The median of runs' best values, a run without one (no job succeeded) counted as worse
+    than any: left out, it made an arm that lost a seed look better than one that did not.
+    None when the median falls on such a run."""
+    ranked = sorted(bests, key=lambda b: (b is None, 0.0 if b is None else (-b if maximize else b)))
+    if not ranked:
+        return None
+    middle = ranked[(len(ranked) - 1) // 2 : len(ranked) // 2 + 1]
+    if None in middle:
+        return None
+    return statistics.fmean(middle)  # type: ignore[arg-type]
 
 
 def _reach(curve: list[dict[str, Any]], target: float, maximize: bool) -> int | None:
@@ -221,20 +243,21 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
     curves: dict[str, list[list[dict[str, Any]]]] = {}
     for arm, members in arms.items():
         curves[arm] = [best_so_far(r, maximize) for r in members]
-        bests, jobs_to_best, seconds_to_best, wall, compute = [], [], [], [], 0.0
+        bests: list[float | None] = []
+        jobs_to_best, seconds_to_best, wall, compute = [], [], [], 0.0
         queued = 0.0
         for run, curve in zip(members, curves[arm], strict=True):
             final = curve[-1]["best"] if curve else None
+            bests.append(final)
             if final is not None:
-                bests.append(final)
                 first_hit = next(p for p in curve if p["best"] == final)
                 jobs_to_best.append(first_hit["jobs"])
                 seconds_to_best.append(first_hit["seconds"])
             end = run.record.ended_at or max((j.ended_at or 0.0 for j in run.jobs), default=0.0)
             wall.append(max(0.0, end - run.record.created_at))
-            gpus = run.record.definition.get("job_definition", {}).get("gpus_per_job", 0) or 0
-            compute += sum(j.duration or 0.0 for j in run.jobs) * (gpus or 1) / 3600
+            compute += sum(j.duration or 0.0 for j in run.jobs) * _share(run) / 3600
             queued += sum(j.queued_seconds or 0.0 for j in run.jobs) / 3600
+        found = [b for b in bests if b is not None]
         d = members[0].record.definition
         uses_gpus = (d.get("job_definition", {}).get("gpus_per_job") or 0) > 0
         arm_rows.append(
@@ -244,9 +267,10 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 "max_jobs": d.get("max_jobs"),
                 "max_parallel_jobs": d.get("max_parallel_jobs"),
                 "runs": [r.record.name for r in members],
-                "best_median": _median(bests),
-                "best_overall": (max(bests) if maximize else min(bests)) if bests else None,
+                "best_median": median_best(bests, maximize),
+                "best_overall": (max(found) if maximize else min(found)) if found else None,
                 "best_per_run": bests,
+                "runs_without_result": len(bests) - len(found),
                 "jobs_to_best_median": _median(jobs_to_best),
                 "seconds_to_best_median": _median(seconds_to_best),
                 "wall_seconds_median": _median(wall),

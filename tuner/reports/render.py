@@ -63,24 +63,36 @@ def drawable(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), np.clip(values, -PLOT_LIMIT, PLOT_LIMIT), values)
 
 
-def best_band(curves: list[list[float | None]]) -> tuple[np.ndarray, ...] | None:
+def best_band(curves: list[list[float | None]], maximize: bool) -> tuple[np.ndarray, ...] | None:
     """Median, min and max across runs of best-so-far curves padded with their last value.
 
-    Runs without any value are left out, and every column before the first one where all the
-    remaining runs have a value is NaN: each run's curve is monotone, so the median and the
-    band of the columns drawn are monotone too (a run joining late cannot pull them back).
-    None when no run has a value."""
+    The median counts a run without a value yet (or ever) as worse than any value, as the
+    arm table's median does (``tuner.reports.data.median_best``), and is NaN where it falls on
+    such a run. The band leaves out runs without any value, and every column before the first
+    one where all the remaining runs have a value is NaN: each run's curve is monotone, so the
+    median and the band are monotone too (a run joining late cannot pull them back). None when
+    no run has a value."""
     rows = [[np.nan if v is None else v for v in c] for c in curves]
-    rows = [r for r in rows if any(not math.isnan(v) for v in r)]
-    if not rows:
+    valued = [r for r in rows if any(not math.isnan(v) for v in r)]
+    if not valued:
         return None
     length = max(len(r) for r in rows)
-    a = drawable(np.array([r + [r[-1]] * (length - len(r)) for r in rows], dtype=float))
+
+    def padded(group: list[list[float]]) -> np.ndarray:
+        return drawable(
+            np.array([r + [r[-1] if r else np.nan] * (length - len(r)) for r in group], float)
+        )
+
+    everyone = padded(rows)
+    ranked = np.where(np.isnan(everyone), -np.inf if maximize else np.inf, everyone)
+    median = np.median(ranked, 0)
+    median[~np.isfinite(median)] = np.nan
+    a = padded(valued)
     complete = ~np.isnan(a).any(axis=0)
     a[:, : int(np.argmax(complete)) if complete.any() else length] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # columns before every run has a value
-        return np.nanmedian(a, 0), np.nanmin(a, 0), np.nanmax(a, 0)
+        return median, np.nanmin(a, 0), np.nanmax(a, 0)
 
 
 def zoom(bands: list[tuple[np.ndarray, ...]], maximize: bool) -> tuple[float, float] | None:
@@ -122,8 +134,9 @@ def _no_result(ax: plt.Axes, text: str = "no training job succeeded") -> None:
 def plot_best_by_jobs(data: dict[str, Any]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 4))
     bands = []
+    maximize = data["objective"]["type"] == "Maximize"
     for i, (arm, runs) in enumerate(data["curves"].items()):
-        band = best_band([[p["best"] for p in run] for run in runs if run])
+        band = best_band([[p["best"] for p in run] for run in runs], maximize)
         if band is None:
             continue
         bands.append(band)
@@ -158,19 +171,19 @@ def _plot_best_by(data: dict[str, Any], key: str, xlabel: str, title: str) -> pl
     """Best so far against ``key`` of each curve point (median line, min-max band)."""
     fig, ax = plt.subplots(figsize=(7, 4))
     bands = []
+    maximize = data["objective"]["type"] == "Maximize"
     for i, (arm, runs) in enumerate(data["curves"].items()):
-        runs = [r for r in runs if r]
-        if not runs:
+        if not any(runs):
             continue
-        end = max(r[-1][key] for r in runs)
+        end = max(r[-1][key] for r in runs if r)
         grid = np.linspace(0, end, 200)
-        sampled = []
-        for run in runs:
+        sampled: list[list[float | None]] = []
+        for run in runs:  # a run that ended no job counts in the median (as no value)
             xs = np.array([p[key] for p in run])
             values = [p["best"] for p in run]
             idx = np.searchsorted(xs, grid, side="right") - 1
             sampled.append([values[k] if k >= 0 else None for k in idx])
-        band = best_band(sampled)
+        band = best_band(sampled, maximize)
         if band is None:
             continue
         bands.append(band)
@@ -274,7 +287,10 @@ PLOTS = {
 
 
 def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    unit = data["arms"][0]["compute_unit"] if data["arms"] else "CPU-hours"
+    """The arm table; compute in its column's unit, or each cell in its own when GPU and CPU
+    arms meet (the column took the first arm's unit for every arm)."""
+    units = {a["compute_unit"] for a in data["arms"]}
+    unit = units.pop() if len(units) == 1 else "compute"
     head = [
         "arm",
         "strategy",
@@ -299,13 +315,13 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             a["arm"],
             str(a["strategy"]),
             f"{a['max_jobs']} ({a['max_parallel_jobs']})",
-            str(len(a["runs"])),
+            _runs(a),
             objective_text(a["best_median"]),
             objective_text(a["best_overall"]),
             _fmt(a["jobs_to_best_median"], 3),
             _fmt(a["seconds_to_best_median"], 3),
             _fmt(a["wall_seconds_median"], 3),
-            _fmt(a["compute_hours"], 3),
+            _fmt(a["compute_hours"], 3) + ("" if unit != "compute" else f" {a['compute_unit']}"),
             *([_fmt(a.get("queued_hours", 0.0), 3)] if queues else []),
             str(a["failed"]),
             str(a["stopped"]),
@@ -315,6 +331,12 @@ def arm_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for a in data["arms"]
     ]
     return head, rows
+
+
+def _runs(arm: dict[str, Any]) -> str:
+    """``3``, or ``3 (1 without a result)``: such a run counts as the worst in the median."""
+    missing = arm.get("runs_without_result", 0)
+    return f"{len(arm['runs'])}" + (f" ({missing} without a result)" if missing else "")
 
 
 def _saved(arm: dict[str, Any]) -> str:
