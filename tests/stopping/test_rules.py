@@ -179,3 +179,48 @@ def test_a_forgotten_job_does_not_judge_its_own_rerun(rule):
     assert rule.report("rerun", 3, {"x": 0.2}, 1, 0.9) is None
     assert rule.report("rerun", 3, {"x": 0.2}, 2, 0.9) is None
     assert rule.report("rerun", 3, {"x": 0.2}, 3, 0.9) is None
+
+
+def test_the_median_rule_decides_as_the_plain_median_of_every_running_average():
+    """The running averages are kept sorted (a median of every job's at each step made a long
+    tuning job quadratic); the decisions are those of ``statistics.median`` over a dict."""
+    import random
+    import statistics
+
+    class Plain(MedianStoppingRule):
+        def _judge(self, job, number, config, step, loss):
+            sums = self._sums.setdefault(job, [])
+            if step != len(sums) + 1:
+                return None
+            sums.append((sums[-1] if sums else 0.0) + loss)
+            others = self._averages.setdefault(step, {})
+            stop = (
+                step > self.warmup_steps
+                and len(others) >= self.min_jobs
+                and loss > statistics.median(others.values())
+            )
+            others[job] = sums[-1] / step
+            return f"early stopping at step {step}" if stop else None
+
+        def _forget(self, job):
+            self._sums.pop(job, None)
+            for averages in self._averages.values():
+                averages.pop(job, None)
+
+    rng = random.Random(4)
+    fast, plain = MedianStoppingRule(maximize=False), Plain(maximize=False)
+    steps: dict[str, int] = {}
+    stops = 0
+    for _ in range(3000):
+        job = f"job-{rng.randrange(60)}"
+        if rng.random() < 0.03:
+            fast.forget(job)
+            plain.forget(job)
+            steps.pop(job, None)
+            continue
+        steps[job] = steps.get(job, 0) + 1
+        value = rng.choice([rng.random()] * 30 + [0.5] * 5 + [float("inf"), float("nan")])
+        got = fast.report(job, 1, {}, steps[job], value)
+        assert got == plain.report(job, 1, {}, steps[job], value)
+        stops += got is not None
+    assert stops > 100

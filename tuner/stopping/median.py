@@ -7,7 +7,7 @@ A job whose value at step k is worse than the median of the running averages (me
 
 from __future__ import annotations
 
-import statistics
+import bisect
 
 from tuner.errors import ValidationError
 from tuner.space import Config
@@ -39,6 +39,8 @@ class MedianStoppingRule(StoppingRule):
         self.warmup_steps = warmup_steps
         self._sums: dict[str, list[float]] = {}  # job -> cumulative loss sums, index k-1
         self._averages: dict[int, dict[str, float]] = {}  # step -> job -> its running average
+        self._ranked: dict[int, list[float]] = {}  # step -> those averages, sorted (the median
+        # at each step was a sort of every job's: quadratic over a long tuning job)
 
     def _judge(self, job: str, number: int, config: Config, step: int, loss: float) -> str | None:
         sums = self._sums.setdefault(job, [])
@@ -46,15 +48,26 @@ class MedianStoppingRule(StoppingRule):
             return None
         sums.append((sums[-1] if sums else 0.0) + loss)
         others = self._averages.setdefault(step, {})
-        stop = (
-            step > self.warmup_steps
-            and len(others) >= self.min_jobs
-            and loss > statistics.median(others.values())
-        )
+        ranked = self._ranked.setdefault(step, [])
+        stop = step > self.warmup_steps and len(others) >= self.min_jobs and loss > _median(ranked)
+        if job in others:  # a job reported again under the same name replaces its average
+            _remove(ranked, others[job])
         others[job] = sums[-1] / step
+        bisect.insort(ranked, others[job])
         return stop_reason(step) if stop else None
 
     def _forget(self, job: str) -> None:
         self._sums.pop(job, None)
-        for averages in self._averages.values():
-            averages.pop(job, None)
+        for step, averages in self._averages.items():
+            if job in averages:
+                _remove(self._ranked[step], averages.pop(job))
+
+
+def _median(ranked: list[float]) -> float:
+    """The median of a sorted, non-empty list (as ``statistics.median``)."""
+    middle = len(ranked) // 2
+    return ranked[middle] if len(ranked) % 2 else (ranked[middle - 1] + ranked[middle]) / 2
+
+
+def _remove(ranked: list[float], value: float) -> None:
+    del ranked[bisect.bisect_left(ranked, value)]
