@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 
 from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
-from tuner import TrainingStatus, TuningJobDefinition, TuningStatus
-from tuner.errors import LauncherUnavailable
+from tuner import HyperparameterTuner, TrainingStatus, TuningJobDefinition, TuningStatus
+from tuner.errors import LauncherUnavailable, ValidationError
 from tuner.launchers import LocalLauncher
 from tuner.scheduler import INTERRUPTED, Scheduler
 from tuner.storage import Store
@@ -456,3 +457,39 @@ def test_waiting_on_a_stop_its_dead_process_left_starts_nothing(tmp_path, sqlite
     job = store.get_training_job(pending.name)
     assert job.status is TrainingStatus.STOPPED and job.failure_reason == NEVER_STARTED
     assert job.handle is None and job.workdir is None  # never launched
+
+
+def test_a_definition_an_older_version_stored_is_read_resumed_and_stopped(tmp_path, sqlite_url):
+    """Older versions took a grace period of 5000 s, 200,000 failed jobs and 300-character
+    metric names, since refused: their tuning jobs could not be described, attached, resumed
+    or stopped (every tool re-checked the stored definition and exited 2)."""
+    import subprocess
+    import sys
+
+    old = definition(tmp_path, 0.0, max_jobs=2).to_json()
+    old["job_definition"]["grace_period"] = 5000.0
+    old["max_failed_jobs"] = 200_000
+    old["metric_definitions"].append({"Name": "m" * 300, "Regex": "m=([0-9.]+)"})
+    with pytest.raises(ValidationError, match="less than or equal to 3600, got 5000"):
+        TuningJobDefinition.parse(old)
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", old)  # as the older version stored it, then died
+    store.create_tuning_job("other", {**old, "name": "other"})
+    tuner = HyperparameterTuner.attach("resume", storage=sqlite_url)
+    assert tuner.definition.job_definition.grace_period == 5000.0
+    assert tuner.definition.max_failed_jobs == 200_000
+    env = {"TUNER_DATABASE_URL": sqlite_url, "PATH": os.environ["PATH"]}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tuner", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+    described = cli("describe", "resume", "--json")
+    assert described.returncode == 0, described.stderr
+    stopped = cli("stop", "other")
+    assert stopped.returncode == 0, stopped.stderr
+    assert store.get_tuning_job("other").status is TuningStatus.STOPPED
+    resumed = cli("resume", "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert len(store.list_training_jobs("resume")) == 2

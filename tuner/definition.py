@@ -15,12 +15,25 @@ from typing import Annotated, Any, Literal, get_args
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from tuner import yaml_text
 from tuner.artifacts import split_s3_uri
 from tuner.errors import ValidationError
-from tuner.metrics import MetricDefinition, ObjectiveAggregation, validate_metric_definitions
+from tuner.metrics import (
+    MetricDefinition,
+    ObjectiveAggregation,
+    check_metric_name,
+    validate_metric_definitions,
+)
 from tuner.parameters import parameter_from_dict, plain
 from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
@@ -35,6 +48,20 @@ StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
 
 
 MAX_JOBS = 100_000
+# Errors of limits and rules that a stored definition may break, as a newer version tightened
+# them: not of its shape (a missing field, a wrong type), which no version stored.
+LATER_RULES = {
+    "less_than",
+    "less_than_equal",
+    "greater_than",
+    "greater_than_equal",
+    "string_too_long",
+    "string_too_short",
+    "too_long",
+    "too_short",
+    "value_error",
+    "string_pattern_mismatch",
+}
 MAX_NESTING = 64  # levels of objects and lists a definition may nest (a real one: about 5)
 NEWER_FIELDS = ("min_relative_improvement",)  # TuningJobDefinition.to_json leaves them out
 MAX_SEED = 2**32 - 1
@@ -46,6 +73,22 @@ class _Strict(BaseModel):
     # NaN and +-Infinity are refused in every float field (JSON and YAML can spell both);
     # strict: a number field takes numbers only (true was taken as 1 and "4" as 4 before).
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _stored_value(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
+        """A definition read from the store (``from_store``) keeps a value that a limit or rule
+        added since it was stored refuses: an older version accepted it and ran the job, and
+        refusing it now left the job impossible to describe, resume or stop."""
+        try:
+            return handler(value)
+        except pydantic.ValidationError as exc:
+            stored = isinstance(info.context, dict) and info.context.get("stored")
+            if stored and all(e["type"] in LATER_RULES for e in exc.errors()):
+                return value
+            raise
 
 
 class JobDefinition(_Strict):
@@ -293,8 +336,13 @@ class TuningJobDefinition(_Strict):
 
     @field_validator("metric_definitions")
     @classmethod
-    def _metric_regexes(cls, value: list[MetricDefinitionSpec]) -> list[MetricDefinitionSpec]:
+    def _metric_regexes(
+        cls, value: list[MetricDefinitionSpec], info: ValidationInfo
+    ) -> list[MetricDefinitionSpec]:
+        if isinstance(info.context, dict) and info.context.get("stored"):
+            return value  # as ``_Strict._stored_value``: read what an older version took
         for spec in value:
+            check_metric_name(spec.Name)
             MetricDefinition(spec.Name, spec.Regex)
         return value
 
@@ -472,6 +520,18 @@ class TuningJobDefinition(_Strict):
             "brackets": config.brackets,
             "sampler": config.sampler,
         }
+
+    @classmethod
+    def from_store(cls, data: dict[str, Any], name: str) -> TuningJobDefinition:
+        """A definition as stored, by this or an older version: values that a limit or rule
+        added since refuses are kept (``_Strict._stored_value``)."""
+        try:
+            return cls.model_validate(plain(data), context={"stored": True})
+        except pydantic.ValidationError as exc:
+            raise ValidationError(
+                f"tuning job {name!r} was stored with a definition this version cannot read "
+                f"(an older version's?): {explain(exc)}"
+            ) from None
 
     @classmethod
     def parse(cls, data: Any) -> TuningJobDefinition:

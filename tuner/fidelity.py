@@ -154,7 +154,7 @@ def report(rows: Sequence[StepAgreement], eta: int, jobs: int) -> dict[str, Any]
 
 def tuning_job_report(store: Store, name: str, eta: int = 3) -> dict[str, Any]:
     """``report`` for a stored tuning job (raises ``NotFoundError`` for an unknown name)."""
-    definition = TuningJobDefinition.parse(store.get_tuning_job(name).definition)
+    definition = TuningJobDefinition.from_store(store.get_tuning_job(name).definition, name)
     metric = definition.objective_metric_name
     jobs = store.list_training_jobs(name)
     points = store.tuning_metric_points(name, metric)

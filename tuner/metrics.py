@@ -82,11 +82,6 @@ class MetricDefinition:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValidationError(f"a metric definition needs a non-empty Name, got {self.name!r}")
-        if len(self.name) > MAX_METRIC_NAME_CHARS or "\x00" in self.name:
-            raise ValidationError(
-                f"a metric's Name must be at most {MAX_METRIC_NAME_CHARS} characters (SageMaker's "
-                f"limit) without NUL bytes, got {self.name!r:.100} ({len(self.name)} characters)"
-            )
         if not isinstance(self.regex, str) or not self.regex:
             raise ValidationError(
                 f"metric {self.name!r} needs a non-empty Regex string, got {self.regex!r}"
@@ -126,6 +121,17 @@ class MetricDefinition:
 
     def to_dict(self) -> dict[str, str]:
         return {"Name": self.name, "Regex": self.regex}
+
+
+def check_metric_name(name: str) -> None:
+    """A new definition's metric names fit the store (checked where definitions are made, not
+    in ``MetricDefinition``: a tuning job an older version stored with a longer name is still
+    read and resumed)."""
+    if len(name) > MAX_METRIC_NAME_CHARS or "\x00" in name:
+        raise ValidationError(
+            f"a metric's Name must be at most {MAX_METRIC_NAME_CHARS} characters (SageMaker's "
+            f"limit) without NUL bytes, got {name!r:.100} ({len(name)} characters)"
+        )
 
 
 def validate_metric_definitions(

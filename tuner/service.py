@@ -135,7 +135,9 @@ class TuningService:
         if name in self._refused:
             return False
         try:
-            definition = TuningJobDefinition.parse(self.store.get_tuning_job(name).definition)
+            definition = TuningJobDefinition.from_store(
+                self.store.get_tuning_job(name).definition, name
+            )
             self.policy.check(definition.job_definition)
         except ValidationError as exc:
             log.warning("not taking over tuning job %s: %s", name, exc)
@@ -155,7 +157,7 @@ class TuningService:
     def _run(self, name: str, detach: threading.Event) -> None:
         try:
             record = self.store.get_tuning_job(name)
-            definition = TuningJobDefinition.parse(record.definition)
+            definition = TuningJobDefinition.from_store(record.definition, name)
             Scheduler(
                 definition,
                 name,

@@ -274,7 +274,8 @@ class HyperparameterTuner:
                 raise NotFoundError(f"no tuning job named {name!r}: {exc}") from None
             definition = store.get_tuning_job(name).definition
         tuner = cls.__new__(cls)
-        tuner._init(TuningJobDefinition.parse(definition), storage, service_url, service_token)
+        parsed = TuningJobDefinition.from_store(definition, name)
+        tuner._init(parsed, storage, service_url, service_token)
         tuner.name = name
         return tuner
 
