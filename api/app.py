@@ -277,8 +277,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         too) and a body that could not be parsed says why."""
         headers = dict(exc.headers or {})
         message = exc.detail
-        if exc.status_code == 405:
-            allowed = _methods_of(app, request)
+        allowed = _methods_of(app, request) if exc.status_code == 405 else []
+        if allowed:  # none inside a mount (its path is rewritten): Starlette's own stands
             headers["Allow"] = ", ".join(allowed)
             message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
         elif exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):

@@ -493,3 +493,29 @@ def test_a_definition_an_older_version_stored_is_read_resumed_and_stopped(tmp_pa
     assert resumed.returncode == 0, resumed.stderr
     assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
     assert len(store.list_training_jobs("resume")) == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["job_definition"]["static_hyperparameters"].update({"-v": 1}),
+        lambda d: d["job_definition"].update(command=[]),
+        lambda d: d.update(warm_start_config={"parents": [], "type": "TransferLearning"}),
+    ],
+    ids=["static-name", "empty-command", "no-parents"],
+)
+def test_a_stored_definition_breaking_a_rule_of_a_nested_part_is_one_clear_error(
+    tmp_path, sqlite_url, change
+):
+    """Kept as a mapping, the nested part crashed its reader (AttributeError): ``tuner
+    describe`` printed a traceback and a service could not start (its scan raised)."""
+    from tuner.service import TuningService
+
+    old = definition(tmp_path, 0.0, max_jobs=2).to_json()
+    change(old)
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", old)
+    with pytest.raises(ValidationError, match="'resume' was stored with a definition this version"):
+        TuningJobDefinition.from_store(old, "resume")
+    service = TuningService(store, tmp_path / "service-runs")
+    assert service.scan() == []  # not taken over, named in the log; the service goes on

@@ -74,7 +74,8 @@ def test_choice_fields_are_matched_without_regard_to_case_as_strategy_is(tmp_pat
         "Best",
         "Auto",
     )
-    # what is no case of a choice is refused as before: BAD's "Maximise"
+    with pytest.raises(ValidationError, match="objective_type: Input should be 'Maximize' or"):
+        HyperparameterTuner(**tuner_args(tmp_path, objective_type="Maximise"))
 
 
 def test_a_failed_jobs_last_value_is_no_final_objective_in_the_dataframe(tmp_path):

@@ -69,6 +69,13 @@ MAX_RUNTIME_SECONDS = 10_000_000  # about 115 days
 MAX_GPUS_PER_JOB = 1024
 
 
+def _leaf(value: Any) -> bool:
+    """A value no model is made of (a number, a text, a list of them): kept as it is, it reads
+    the same; a nested definition kept as a mapping would not."""
+    items = value if isinstance(value, list) else [value]
+    return not any(isinstance(item, dict | list) for item in items)
+
+
 class _Strict(BaseModel):
     # NaN and +-Infinity are refused in every float field (JSON and YAML can spell both);
     # strict: a number field takes numbers only (true was taken as 1 and "4" as 4 before).
@@ -86,7 +93,7 @@ class _Strict(BaseModel):
             return handler(value)
         except pydantic.ValidationError as exc:
             stored = isinstance(info.context, dict) and info.context.get("stored")
-            if stored and all(e["type"] in LATER_RULES for e in exc.errors()):
+            if stored and _leaf(value) and all(e["type"] in LATER_RULES for e in exc.errors()):
                 return value
             raise
 
@@ -523,15 +530,17 @@ class TuningJobDefinition(_Strict):
 
     @classmethod
     def from_store(cls, data: dict[str, Any], name: str) -> TuningJobDefinition:
-        """A definition as stored, by this or an older version: values that a limit or rule
-        added since refuses are kept (``_Strict._stored_value``)."""
+        """A definition as stored, by this or an older version: a number or text that a limit
+        added since refuses is kept (``_Strict._stored_value``; so are metric names beyond the
+        255-character limit); a stored definition that breaks another rule added since is one
+        ``ValidationError`` saying it was stored."""
+        problem = f"tuning job {name!r} was stored with a definition this version cannot read"
         try:
             return cls.model_validate(plain(data), context={"stored": True})
         except pydantic.ValidationError as exc:
-            raise ValidationError(
-                f"tuning job {name!r} was stored with a definition this version cannot read "
-                f"(an older version's?): {explain(exc)}"
-            ) from None
+            raise ValidationError(f"{problem} (an older version's?): {explain(exc)}") from None
+        except (TypeError, AttributeError, KeyError) as exc:  # a check met a value it never sees
+            raise ValidationError(f"{problem}: {exc!r}") from None
 
     @classmethod
     def parse(cls, data: Any) -> TuningJobDefinition:

@@ -80,7 +80,9 @@ export function fmtObjective(v) {
 }
 
 // Python's f"{v:.{digits}g}" for a finite number: exponent form below 1e-4 and from
-// 10**digits on (after rounding), trailing zeros dropped, a two-digit exponent at least.
+// 10**digits on (after rounding), trailing zeros dropped, a two-digit exponent at least. One
+// difference: a value exactly halfway between two at `digits` digits (1234567890.5 at ten)
+// JavaScript rounds away from zero, Python to even; fmtObjective meets it at ten digits only.
 export function formatG(v, digits) {
   if (v === 0) return Object.is(v, -0) ? "-0" : "0";
   const [mantissa, power] = v.toExponential(digits - 1).split("e");

@@ -712,6 +712,8 @@ def test_a_method_the_path_lacks_gets_a_405_naming_every_method_it_has(http):
     assert response.headers["allow"] == "GET, POST"
     assert response.json()["detail"] == "DELETE is not allowed here; allowed: GET, POST"
     assert http.put("/tuning-jobs/some-job/stop").headers["allow"] == "POST"
+    static = http.post("/ui/static/common.js")  # in a mount: Starlette's own answer stands
+    assert (static.status_code, static.headers["allow"]) == (405, "GET, HEAD")
 
 
 @pytest.mark.parametrize(

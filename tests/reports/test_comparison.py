@@ -883,3 +883,20 @@ def test_jobs_sharing_a_gpu_count_their_share_of_it(sqlite_url):
     data = build(store, ["shared", "half"])
     assert [a["compute_hours"] for a in data["arms"]] == [1.0, 1.0]
     assert [c[0][-1]["compute_seconds"] for c in data["curves"].values()] == [3600.0, 3600.0]
+
+
+@pytest.mark.parametrize(
+    ("job_definition", "share"),
+    [
+        ({"gpus_per_job": 0.5, "jobs_per_gpu": 2}, 0.5),  # one of two slots, not 0.25
+        ({"gpus_per_job": 0.5, "jobs_per_gpu": 4}, 0.25),  # one of four slots
+        ({"gpus_per_job": 2, "jobs_per_gpu": 2}, 1.0),
+        ({"gpus_per_job": 1, "jobs_per_gpu": 2, "launcher": "slurm"}, 1.0),  # Slurm: no sharing
+        ({}, 1.0),  # one CPU
+    ],
+)
+def test_a_jobs_share_of_gpus_is_the_slots_the_launcher_gives_it(sqlite_url, job_definition, share):
+    store = runs_of_jobs(
+        sqlite_url, [("a", "a", {"job_definition": job_definition}, [(DONE, 0.5, 3600.0, None)])]
+    )
+    assert build(store, ["a"])["arms"][0]["compute_hours"] == share

@@ -34,6 +34,7 @@ from typing import Any
 
 from tuner.errors import ValidationError
 from tuner.failures import failure_groups
+from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
 from tuner.storage import Store
 from tuner.summary import ran_again, stopped_early, training_job_dict
@@ -147,11 +148,18 @@ def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
 
 
 def _share(run: Run) -> float:
-    """GPUs per job of a run, each counted by its share (``gpus_per_job: 0.5``, or
-    ``jobs_per_gpu: 2`` jobs on each GPU: half a GPU each), or 1 (one CPU) without GPUs."""
+    """GPUs per job of a run, each counted by the share it holds: a job of ``gpus_per_job`` g
+    takes one of the slots the launcher makes on a GPU (``jobs_per_gpu_for``: ``jobs_per_gpu:
+    2`` or ``gpus_per_job: 0.5`` is half a GPU each), g slots when g >= 1; Slurm allocates GPUs
+    itself (``jobs_per_gpu`` is not used there): g. One CPU (1) without GPUs."""
     job_definition = run.record.definition.get("job_definition", {})
     gpus = float(job_definition.get("gpus_per_job", 0) or 0)
-    return gpus / (job_definition.get("jobs_per_gpu") or 1) if gpus else 1.0
+    if not gpus:
+        return 1.0
+    if job_definition.get("launcher") == "slurm":
+        return gpus
+    slots = jobs_per_gpu_for(gpus, job_definition.get("jobs_per_gpu") or 1)
+    return 1 / slots if gpus < 1 else gpus / slots
 
 
 def stops_early(definition: dict[str, Any]) -> bool:
