@@ -224,3 +224,45 @@ def test_the_median_rule_decides_as_the_plain_median_of_every_running_average():
         assert got == plain.report(job, 1, {}, steps[job], value)
         stops += got is not None
     assert stops > 100
+
+
+def test_hyperband_rungs_decide_as_a_plain_count_over_every_value():
+    """A rung's values are kept sorted (a count over every value at each rung made a long
+    tuning job quadratic); the decisions are those of the plain count, ties to the earlier."""
+    import random
+
+    class Plain(HyperbandRungs):
+        def _judge(self, job, number, config, step, loss):
+            if step not in self.rungs:
+                return None
+            bracket, rung = self.bracket(number), self.rungs.index(step)
+            if rung < bracket:
+                return None
+            values = self._values.setdefault((bracket, rung), [])
+            values.append((job, loss))
+            keep = max(1, len(values) // self.eta)
+            better = sum(v <= loss for _, v in values[:-1])
+            return None if better < keep else f"early stopping at step {step}"
+
+        def _forget(self, job):
+            for key, values in self._values.items():
+                self._values[key] = [(j, v) for j, v in values if j != job]
+
+    rng = random.Random(7)
+    fast, plain = HyperbandRungs(False, 1, 27), Plain(False, 1, 27)
+    steps: dict[int, int] = {}
+    stops = 0
+    for _ in range(6000):
+        number = rng.randrange(1, 300)
+        job = f"job-{number}"
+        if rng.random() < 0.01:
+            fast.forget(job)
+            plain.forget(job)
+            steps.pop(number, None)
+            continue
+        steps[number] = steps.get(number, 0) + 1
+        value = rng.choice([round(rng.random(), 2)] * 30 + [float("inf")])  # ties too
+        got = fast.report(job, number, {}, steps[number], value)
+        assert got == plain.report(job, number, {}, steps[number], value)
+        stops += got is not None
+    assert stops > 50

@@ -20,6 +20,7 @@ early against few others goes on. Decisions depend only on the order of reports 
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -71,6 +72,8 @@ class HyperbandRungs(StoppingRule):
             )
         self.cycle = bracket_cycle(self.s_max, reduction_factor, brackets)
         self._values: dict[tuple[int, int], list[tuple[str, float]]] = {}  # -> (job, loss)
+        self._ranked: dict[tuple[int, int], list[float]] = {}  # -> those losses, sorted (a
+        # count over every value at each rung made a long tuning job quadratic)
         self.results: dict[int, list[RungResult]] = {}  # resource -> results there (all brackets)
 
     def bracket(self, number: int) -> int:
@@ -86,15 +89,20 @@ class HyperbandRungs(StoppingRule):
         if rung < bracket:
             return None
         values = self._values.setdefault((bracket, rung), [])
+        ranked = self._ranked.setdefault((bracket, rung), [])
         values.append((job, loss))
         keep = max(1, len(values) // self.eta)
-        better = sum(v <= loss for _, v in values[:-1])  # ties: the earlier value wins
+        better = bisect.bisect_right(ranked, loss)  # earlier values <= loss: ties, the earlier
+        bisect.insort(ranked, loss)
         return None if better < keep else stop_reason(step)
 
     def _forget(self, job: str) -> None:
         """Its rung values no longer judge others (``results``, a model's data, keep them:
         they are true values of its configuration, and a model counts what it was told)."""
         for key, values in self._values.items():
+            ranked = self._ranked[key]
+            for _, loss in (v for v in values if v[0] == job):
+                del ranked[bisect.bisect_left(ranked, loss)]
             self._values[key] = [(j, v) for j, v in values if j != job]
 
 
