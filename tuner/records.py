@@ -55,6 +55,13 @@ class TuningJob:
     lease_expires: float | None = None
     warm_start: dict[str, Any] | None = None  # what it took from its parents (tuner.warm_start)
     strategy_state: dict[str, Any] | None = None  # its strategy's describe(), after its last ask
+    pauses: tuple[tuple[float, float], ...] = ()  # (ended, reopened): a Ctrl-C'd job resumed
+
+    def active_seconds(self, until: float) -> float:
+        """Seconds from its creation to ``until``, less the pauses before it: how long it had
+        run then (a comparison interrupted overnight and resumed did not take the night)."""
+        paused = sum(max(0.0, min(end, until) - start) for start, end in self.pauses)
+        return until - self.created_at - paused
 
 
 @dataclass(frozen=True)

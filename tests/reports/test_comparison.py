@@ -18,7 +18,7 @@ from tests.conftest import fake_command
 from tuner import TunerError, ValidationError
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.errors import NotFoundError
-from tuner.records import TrainingStatus
+from tuner.records import TrainingStatus, TuningStatus
 from tuner.reports import build, report
 from tuner.storage import Store
 
@@ -900,3 +900,37 @@ def test_a_jobs_share_of_gpus_is_the_slots_the_launcher_gives_it(sqlite_url, job
         sqlite_url, [("a", "a", {"job_definition": job_definition}, [(DONE, 0.5, 3600.0, None)])]
     )
     assert build(store, ["a"])["arms"][0]["compute_hours"] == share
+
+
+def test_seconds_and_wall_time_leave_out_the_time_a_run_stood_interrupted(sqlite_url, monkeypatch):
+    """A run interrupted (Ctrl-C) and resumed an hour later showed that hour in its wall time,
+    its time to best and its best-by-time curve."""
+    import tuner.storage.store as store_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(store_module.time, "time", lambda: clock[0])
+    store = Store(sqlite_url)
+    store.create_tuning_job(
+        "a",
+        {
+            "objective_metric_name": "loss",
+            "objective_type": "Minimize",
+            "hyperparameter_ranges": {},
+            "tags": {"arm": "a"},
+        },
+    )
+    first = store.create_training_job("a", 1, {})
+    clock[0] = 1010.0
+    store.finish_training_job(first.name, DONE, 0.5, None, began_at=1000.0, ended_at=1010.0)
+    clock[0] = 1020.0
+    store.set_tuning_status("a", TuningStatus.STOPPED, "interrupted")
+    clock[0] = 4620.0  # an hour later
+    assert store.reopen_tuning_job("a", "interrupted", "x", "y", owner="me", ttl=60)
+    second = store.create_training_job("a", 2, {})
+    clock[0] = 4630.0
+    store.finish_training_job(second.name, DONE, 0.2, None, began_at=4620.0, ended_at=4630.0)
+    store.set_tuning_status("a", TuningStatus.COMPLETED, "done")
+    data = build(store, ["a"])
+    assert [p["seconds"] for p in data["curves"]["a"][0]] == [10.0, 30.0]  # 3610 s before
+    assert data["arms"][0]["wall_seconds_median"] == 30.0
+    assert data["arms"][0]["seconds_to_best_median"] == 30.0

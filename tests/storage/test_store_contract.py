@@ -226,6 +226,27 @@ def test_an_interrupted_tuning_job_is_reopened_once_and_leased_to_who_reopened_i
     assert not store.reopen_tuning_job("t", *args, owner="b", ttl=60)  # not interrupted
 
 
+def test_each_reopening_records_how_long_the_tuning_job_stood_interrupted(store):
+    """Reports measure a run's time without those pauses (``TuningJob.active_seconds``): a
+    comparison interrupted overnight and resumed showed the night as its wall time."""
+    store.create_tuning_job("t", DEFINITION)
+    args = ("interrupted", "stopped by the tuner", "run again")
+    for _ in range(2):
+        ended = store.set_tuning_status("t", TuningStatus.STOPPED, "interrupted").ended_at
+        time.sleep(0.05)
+        assert store.reopen_tuning_job("t", *args, owner="a", ttl=60)
+        reopened = time.time()
+        start, end = store.get_tuning_job("t").pauses[-1]
+        assert start == pytest.approx(ended) and end == pytest.approx(reopened, abs=0.05)
+    record = store.get_tuning_job("t")
+    assert len(record.pauses) == 2
+    paused = sum(end - start for start, end in record.pauses)
+    later = time.time()
+    assert record.active_seconds(later) == pytest.approx(later - record.created_at - paused)
+    first_end = record.pauses[0][0]  # a time before the first pause: none of it counts
+    assert record.active_seconds(first_end) == pytest.approx(first_end - record.created_at)
+
+
 def test_a_stop_request_for_no_job_is_not_found(store):
     with pytest.raises(NotFoundError):
         store.request_stop("nope")

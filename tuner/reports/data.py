@@ -4,11 +4,12 @@ Tuning jobs are grouped into arms by their ``arm`` tag (a comparison's runs; nam
 ``comparison/arm`` when the runs come from several comparisons), otherwise each tuning job is an
 arm of its own. Per run, training jobs are counted in the order they ended (not an attempt
 whose configuration ran again, e.g. one a Ctrl-C stopped: it used no job of the budget);
-"best so far" after k jobs is the best objective of the first k jobs to end. Per arm: the
-median of its runs' best values (a run without one counted as the worst: ``median_best``),
-jobs and seconds until the run first reached its own best,
-compute used (GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and
-stopped jobs; how many jobs each arm needed to reach every other arm's median best; the top
+"best so far" after k jobs is the best objective of the first k jobs to end; seconds are the
+run's own (``TuningJob.active_seconds``: not the time it stood interrupted before a resume).
+Per arm: the median of its runs' best values (a run without one counted as the worst:
+``median_best``), jobs and seconds until the run first reached its own best, compute used
+(GPU-hours when jobs had GPUs, else CPU-hours, one CPU per job), and failed and stopped
+jobs; how many jobs each arm needed to reach every other arm's median best; the top
 configurations; every completed job's objective against each hyperparameter (the runs' ranges
 merged: ``merged_ranges``; a run's static value shown for a hyperparameter another run tunes);
 and why jobs failed: reasons grouped per arm, and every failed job with its reason.
@@ -139,7 +140,7 @@ def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
         curve.append(
             {
                 "jobs": len(curve) + 1,
-                "seconds": (job.ended_at or 0.0) - run.record.created_at,
+                "seconds": run.record.active_seconds(job.ended_at or 0.0),
                 "compute_seconds": compute,
                 "best": best,
             }
@@ -262,7 +263,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
                 jobs_to_best.append(first_hit["jobs"])
                 seconds_to_best.append(first_hit["seconds"])
             end = run.record.ended_at or max((j.ended_at or 0.0 for j in run.jobs), default=0.0)
-            wall.append(max(0.0, end - run.record.created_at))
+            wall.append(max(0.0, run.record.active_seconds(end)))
             compute += sum(j.duration or 0.0 for j in run.jobs) * _share(run) / 3600
             queued += sum(j.queued_seconds or 0.0 for j in run.jobs) / 3600
         found = [b for b in bests if b is not None]

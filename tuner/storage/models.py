@@ -31,6 +31,7 @@ class TuningJobRow(Base):
     ended_at: Mapped[float | None] = mapped_column(Float)
     warm_start: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # tuner.warm_start
     strategy_state: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # Strategy.describe()
+    pauses: Mapped[list[list[float]] | None] = mapped_column(JSON)  # [ended, reopened] pairs
 
     training_jobs: Mapped[list[TrainingJobRow]] = relationship(
         back_populates="tuning_job", cascade="all, delete-orphan"

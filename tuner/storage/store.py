@@ -202,6 +202,7 @@ def _tuning(row: TuningJobRow) -> TuningJob:
         lease_expires=row.lease_expires,
         warm_start=row.warm_start,
         strategy_state=row.strategy_state,
+        pauses=tuple((float(a), float(b)) for a, b in row.pauses or ()),
     )
 
 
@@ -379,15 +380,20 @@ class Store:
     ) -> bool:
         """Make a tuning job that ended Stopped with ``ended_reason`` InProgress again, leased to
         ``owner`` for ``ttl`` seconds, in one conditional UPDATE (two processes resuming it at
-        once: one wins, the other finds it running; no service adopts it in between); its
-        training jobs Stopped with ``stopped_reason`` get ``rerun_reason``. True when it did."""
+        once: one wins, the other finds it running; no service adopts it in between), the time
+        it stood ended recorded in ``pauses``; its training jobs Stopped with
+        ``stopped_reason`` get ``rerun_reason``. True when it did."""
         with self._session() as session:
+            ended = self._tuning_row(session, name)
+            now = time.time()
+            pauses = [*(ended.pauses or []), [ended.ended_at or now, now]]  # see active_seconds
             reopened = session.execute(
                 update(TuningJobRow)
                 .where(
                     TuningJobRow.name == name,
                     TuningJobRow.status == TuningStatus.STOPPED.value,
                     TuningJobRow.status_reason == ended_reason,
+                    TuningJobRow.ended_at == ended.ended_at,  # not reopened and ended meanwhile
                 )
                 .values(
                     status=TuningStatus.IN_PROGRESS.value,
@@ -395,7 +401,8 @@ class Store:
                     ended_at=None,
                     stop_requested=False,
                     owner=owner,
-                    lease_expires=time.time() + ttl,
+                    lease_expires=now + ttl,
+                    pauses=pauses,
                 )
             ).rowcount  # type: ignore[attr-defined]
             if not reopened:
