@@ -107,6 +107,33 @@ def test_random_rebuilt_from_its_seed_after_many_jobs_goes_on_where_it_was(batch
     assert not resumed.exhausted
 
 
+FINITE = SearchSpace({"i": IntegerParameter(1, 200), "c": CategoricalParameter(list("abcde"))})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_uses_up_a_finite_space_whole(seed):
+    """Draws alone missed the rare values of a log-scaled integer range (1..200 is
+    Logarithmic by Auto): a job of max_jobs = the space's size ended "exhausted" with some of
+    its configurations never run (3 of 500 on one seed)."""
+    strategy = make_strategy("Random", FINITE, seed=seed)
+    got = run(strategy, rounds=1000 // 8, batch=8, f=lambda c: float(c["i"]))
+    assert len({FINITE.key(c) for c, _ in got}) == len(got) == 1000
+    assert strategy.ask(1) == [] and strategy.exhausted
+
+
+def test_random_rebuilt_after_half_of_a_finite_space_goes_on():
+    """Rebuilt from its seed after 500 of 1,000 configurations, Random needed more draws to
+    pass its earlier ones than it allowed, and ended "exhausted" at once."""
+    first = make_strategy("Random", FINITE, seed=2)
+    history = run(first, rounds=500 // 4, batch=4, f=lambda c: float(c["i"]))
+    resumed = make_strategy("Random", FINITE, seed=2)
+    for config, value in history:
+        resumed.tell(config, value)
+    more = run(resumed, rounds=500 // 4, batch=4, f=lambda c: float(c["i"]))
+    keys = {FINITE.key(c) for c, _ in history + more}
+    assert len(keys) == 1000 and not resumed.exhausted
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_results_for_configs_never_asked_are_accepted(name):
     strategy = make_strategy(name, SPACE, seed=3)

@@ -34,9 +34,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tuner.errors import ValidationError
+from tuner.parameters import CategoricalParameter, IntegerParameter
 from tuner.space import Config, SearchSpace
 
 MAX_FALLBACK_DRAWS = 1000
+MAX_ENUMERATED = 1_000_000  # a finite space up to this size is walked whole once draws fail
 
 
 class Strategy(ABC):
@@ -55,6 +57,8 @@ class Strategy(ABC):
         self.pending: dict[tuple[Any, ...], Config] = {}
         self.exhausted = False
         self._first: list[Config] = []
+        self._unseen_order: np.ndarray | None = None  # see _fallback
+        self._unseen_next = 0
 
     def warm_start(
         self,
@@ -130,15 +134,40 @@ class Strategy(ABC):
         """A related problem's result in minimization form (hook; ignored by default)."""
 
     def _fallback(self) -> Config | None:
-        """A random configuration not seen yet, or None when the space is used up. At least
-        as many draws as configurations seen: a strategy rebuilt from its seed on resume draws
-        again what it had drawn (Random: every one), and with 1,000 draws a Random tuning job
-        resumed after 1,000 jobs read as exhausted and ended "Completed"."""
-        for _ in range(MAX_FALLBACK_DRAWS + len(self._seen)):
-            config = self.space.decode(self.space.sample(self.rng, 1)[0])
+        """A configuration not seen yet, or None when the space is used up. Random draws
+        first, at least as many as configurations seen (a strategy rebuilt from its seed on
+        resume draws again what it had drawn); once they find none on a finite space of at
+        most ``MAX_ENUMERATED`` configurations, its configurations in a random order, skipping
+        those seen. Draws alone ended Random and Hyperband jobs "exhausted" with
+        configurations never run: on a resumed job (more draws needed than configurations
+        seen) and on a nearly used-up space (the rare values of a log-scaled integer range)."""
+        if self._unseen_order is None:
+            for _ in range(MAX_FALLBACK_DRAWS + len(self._seen)):
+                config = self.space.decode(self.space.sample(self.rng, 1)[0])
+                if self.space.key(config) not in self._seen:
+                    return config
+            size = self.space.size()
+            if size > MAX_ENUMERATED:
+                return None
+            self._unseen_order = self.rng.permutation(int(size))
+        while self._unseen_next < len(self._unseen_order):
+            config = self._configuration(int(self._unseen_order[self._unseen_next]))
+            self._unseen_next += 1
             if self.space.key(config) not in self._seen:
                 return config
         return None
+
+    def _configuration(self, index: int) -> Config:
+        """The ``index``-th configuration of a finite space (the last range varies fastest)."""
+        values: dict[str, Any] = {}
+        for name, rng in reversed(list(self.space)):
+            if isinstance(rng, CategoricalParameter):
+                index, position = divmod(index, len(rng.values))
+                values[name] = rng.values[position]
+            elif isinstance(rng, IntegerParameter):
+                index, position = divmod(index, rng.size())
+                values[name] = rng.min_value + position
+        return {name: values[name] for name in self.space.names}
 
     def _discard(self, config: Config) -> None:
         """A proposed configuration was dropped as a duplicate (hook for stateful samplers)."""
