@@ -234,10 +234,11 @@ def test_each_reopening_records_how_long_the_tuning_job_stood_interrupted(store)
     for _ in range(2):
         ended = store.set_tuning_status("t", TuningStatus.STOPPED, "interrupted").ended_at
         time.sleep(0.05)
+        before = time.time()
         assert store.reopen_tuning_job("t", *args, owner="a", ttl=60)
-        reopened = time.time()
+        after = time.time()
         start, end = store.get_tuning_job("t").pauses[-1]
-        assert start == pytest.approx(ended) and end == pytest.approx(reopened, abs=0.05)
+        assert start == ended and before <= end <= after
     record = store.get_tuning_job("t")
     assert len(record.pauses) == 2
     paused = sum(end - start for start, end in record.pauses)
