@@ -244,7 +244,7 @@ def test_each_reopening_records_how_long_the_tuning_job_stood_interrupted(store)
     paused = sum(end - start for start, end in record.pauses)
     later = time.time()
     assert record.active_seconds(later) == pytest.approx(later - record.created_at - paused)
-    first_end = record.pauses[0][0]  # a time before the first pause: none of it counts
+    first_end = record.pauses[0][0]  # the moment the first pause began: none of it counts
     assert record.active_seconds(first_end) == pytest.approx(first_end - record.created_at)
 
 

@@ -125,8 +125,8 @@ def _better(a: float, b: float | None, maximize: bool) -> bool:
 
 
 def best_so_far(run: Run, maximize: bool) -> list[dict[str, Any]]:
-    """After each ended job: how many ended, seconds since the run began, compute used by the
-    ended jobs (training-seconds, see the module docstring), best value so far."""
+    """After each ended job: how many ended, seconds the run had run (``active_seconds``),
+    compute used by the ended jobs (training-seconds, see the module docstring), best so far."""
     best: float | None = None
     curve: list[dict[str, Any]] = []
     compute = 0.0

@@ -198,7 +198,7 @@ def _plot_best_by(data: dict[str, Any], key: str, xlabel: str, title: str) -> pl
 
 def plot_best_by_time(data: dict[str, Any]) -> plt.Figure:
     return _plot_best_by(
-        data, "seconds", "wall-clock seconds since the tuning job began", "by time"
+        data, "seconds", "seconds the tuning job ran (interruptions left out)", "by time"
     )
 
 

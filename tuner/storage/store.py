@@ -384,7 +384,9 @@ class Store:
         it stood ended recorded in ``pauses``; its training jobs Stopped with
         ``stopped_reason`` get ``rerun_reason``. True when it did."""
         with self._session() as session:
-            ended = self._tuning_row(session, name)
+            ended = session.scalar(select(TuningJobRow).where(TuningJobRow.name == name))
+            if ended is None:
+                return False
             now = time.time()
             pauses = [*(ended.pauses or []), [ended.ended_at or now, now]]  # see active_seconds
             reopened = session.execute(
