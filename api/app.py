@@ -220,6 +220,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         policy=LaunchPolicy(
             settings.allowed_programs, settings.allowed_images, settings.allowed_docker_hosts
         ),
+        workers=settings.workers,
     )
 
     @asynccontextmanager

@@ -6,6 +6,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 
+from tuner.service import Workers, workers_from_env
 from tuner.storage import default_url
 from tuner.tuner import lease_seconds
 
@@ -17,7 +18,9 @@ class Settings:
     """``token``: the bearer token every endpoint but /healthz requires.
     ``allowed_programs``: when set, the only programs a job definition may run;
     ``allowed_images`` / ``allowed_docker_hosts``: the images and Docker engines it may use
-    (see ``tuner.launch_policy``: by default no ``docker_host``)."""
+    (see ``tuner.launch_policy``: by default no ``docker_host``).
+    ``workers``: where tuning jobs run, each in a worker process (default) or a thread of the
+    service (``tuner.service``)."""
 
     token: str
     database_url: str = field(default_factory=default_url)
@@ -28,12 +31,14 @@ class Settings:
     allowed_images: tuple[str, ...] = ()
     allowed_docker_hosts: tuple[str, ...] = ()
     max_body_bytes: int = MAX_BODY_BYTES
+    workers: Workers = "process"
 
     @classmethod
     def from_env(cls) -> Settings:
         """TUNER_API_TOKEN (generated when unset), TUNER_DATABASE_URL, TUNER_RUNS_DIR,
         TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS, TUNER_ALLOWED_IMAGES (both separated by
-        os.pathsep), TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: URLs hold ':')."""
+        os.pathsep), TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: URLs hold ':'),
+        TUNER_WORKERS (``process`` or ``thread``)."""
         env = os.environ
         allowed = tuple(p for p in env.get("TUNER_ALLOWED_PROGRAMS", "").split(os.pathsep) if p)
         images = tuple(p for p in env.get("TUNER_ALLOWED_IMAGES", "").split(os.pathsep) if p)
@@ -46,4 +51,5 @@ class Settings:
             allowed_programs=allowed,
             allowed_images=images,
             allowed_docker_hosts=hosts,
+            workers=workers_from_env(),
         )

@@ -204,6 +204,7 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--lease-seconds", "-1"], "must be a number of seconds > 0; got '-1'"),
         (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
         (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
+        (["serve", "--workers", "fork"], "invalid choice: 'fork'"),
     ],
 )
 def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, args, message):
@@ -228,3 +229,10 @@ def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path,
     serve = tuner(tmp_path, "serve", "--port", "0", env=lease)
     assert serve.returncode == 2 and "TUNER_LEASE_SECONDS must be" in serve.stderr
     assert "Traceback" not in serve.stderr
+
+
+def test_a_bad_workers_setting_in_the_environment_is_named(tmp_path):
+    serve = tuner(tmp_path, "serve", "--port", "0", env={"TUNER_WORKERS": "fork"})
+    assert serve.returncode == 2, serve.stderr
+    assert "TUNER_WORKERS must be 'process' or 'thread'; got 'fork'" in serve.stderr
+    assert "Traceback" not in serve.stderr and "Uvicorn running" not in serve.stderr

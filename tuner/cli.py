@@ -473,6 +473,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
 
     from tuner.extras import require
+    from tuner.service import workers_from_env
 
     uvicorn = require("uvicorn", "service", "tuner serve")
     require("fastapi", "service", "tuner serve")
@@ -488,7 +489,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TUNER_ALLOWED_DOCKER_HOSTS"] = " ".join(args.allow_docker_host)
     if args.lease_seconds is not None:
         os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
+    if args.workers is not None:
+        os.environ["TUNER_WORKERS"] = args.workers
     lease_seconds()  # a bad TUNER_LEASE_SECONDS is refused here, not in the server's start-up
+    workers_from_env()
     if not os.environ.get("TUNER_API_TOKEN"):
         os.environ["TUNER_API_TOKEN"] = secrets.token_urlsafe(24)
         print(f"TUNER_API_TOKEN={os.environ['TUNER_API_TOKEN']}", file=sys.stderr, flush=True)
@@ -645,6 +649,11 @@ def parser() -> argparse.ArgumentParser:
         help="a Docker engine (docker_host) job definitions may use (repeat; default: none)",
     )
     serve.add_argument("--lease-seconds", type=seconds, help="tuning-job lease (default 30)")
+    serve.add_argument(
+        "--workers",
+        choices=["process", "thread"],
+        help="run each tuning job in a worker process (default) or a thread of the service",
+    )
     levels = ["critical", "error", "warning", "info", "debug", "trace"]
     serve.add_argument("--log-level", default="info", choices=levels)
     serve.set_defaults(func=cmd_serve)

@@ -1,31 +1,63 @@
 """Running tuning jobs in the background for a long-lived process (the REST service).
 
 A ``TuningService`` submits tuning jobs to the store and runs every tuning job it holds the
-lease of in a thread of its own. A scan picks up tuning jobs that nobody holds (submitted by
-another process, or left behind by a process that died: their leases expire) and resumes
-them; any number of services may share one database, and a tuning job is run by one of them at
-a time. ``shutdown()`` leaves the training jobs running and releases the leases, so a service
-started again (or another one) re-attaches to them.
+lease of on its own: by default in a worker process of its own (``workers="process"``), so
+that a scheduler and the service's readers never wait on one Python interpreter's lock, or in a
+thread of the service (``workers="thread"``, for a store no other process can open). A scan
+picks up tuning jobs that nobody holds (submitted by another process, or left behind by a
+process that died: their leases expire) and resumes them; any number of services may share one
+database, and a tuning job is run by one of them at a time. ``shutdown()`` leaves the training
+jobs running and releases the leases, so a service started again (or another one) re-attaches
+to them. A worker (``tuner.worker``) whose service dies, even by SIGKILL, leaves its tuning job the
+same way at once.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, cast
+
+from sqlalchemy.engine import make_url
 
 from tuner.definition import TuningJobDefinition, check_working_directory
-from tuner.errors import LauncherUnavailable, StoreUnavailable, ValidationError
+from tuner.errors import ValidationError
 from tuner.launch_policy import LaunchPolicy
-from tuner.records import TuningJob, TuningStatus
-from tuner.scheduler import Scheduler
+from tuner.records import TuningJob
 from tuner.storage import Store
 from tuner.tracking import tracker_for
 from tuner.tuner import default_name, process_owner
 from tuner.warm_start import resolve
+from tuner.worker import run_tuning_job
 
 log = logging.getLogger("tuner.service")
+
+Workers = Literal["process", "thread"]
+# a worker's first line on stdin is its task, with the service's sys.path, so that it imports
+# this very ``tuner`` (from a checkout, an installed wheel, a test's path)
+_WORKER = (
+    "import json, sys; task = json.loads(sys.stdin.buffer.readline() or 'null'); "
+    "sys.path[:] = task['path'] if task else sys.path; "
+    "from tuner.worker import main; sys.exit(main(task, sys.stdin.buffer))"
+)
+
+
+@dataclass
+class _Running:
+    """A tuning job this service runs: the thread that runs it (``workers="thread"``) or waits
+    for its worker process, and how to tell it to leave."""
+
+    thread: threading.Thread
+    detach: Callable[[], None]
+    process: subprocess.Popen[bytes] | None = None
 
 
 class TuningService:
@@ -39,14 +71,25 @@ class TuningService:
         scan_interval: float = 1.0,
         allowed_programs: Sequence[str] = (),
         policy: LaunchPolicy | None = None,
+        workers: Workers = "process",
     ) -> None:
+        """``workers``: where each tuning job's scheduler runs (module docstring); "process"
+        needs a database other processes can open (ValueError for an in-memory SQLite one)."""
+        if workers not in ("process", "thread"):
+            raise ValueError(f"workers must be 'process' or 'thread', not {workers!r}")
+        if workers == "process" and _in_memory(store.url):
+            raise ValueError(
+                f"workers='process' needs a database other processes can open, not {store.url!r}"
+                " (an in-memory SQLite database): use a file, PostgreSQL, or workers='thread'"
+            )
         self.store = store
+        self.workers = workers
         self.runs_dir = Path(runs_dir).resolve()
         self.lease_seconds = lease_seconds
         self.scan_interval = scan_interval
         self.policy = policy or LaunchPolicy(programs=tuple(allowed_programs))
         self.owner = process_owner()
-        self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._running: dict[str, _Running] = {}
         self._refused: set[str] = set()  # tuning jobs its policy does not allow, said once
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -63,6 +106,7 @@ class TuningService:
         database that stopped answering); by default the service's own."""
         store = store or self.store
         self.policy.check(definition.job_definition)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)  # also before start()
         name = definition.name or default_name()
         jd = definition.job_definition.model_copy(
             update={
@@ -92,20 +136,32 @@ class TuningService:
         return (store or self.store).request_stop(name)
 
     def shutdown(self, timeout: float = 30.0) -> None:
-        """Leave every tuning job (training jobs keep running) and release the leases."""
+        """Leave every tuning job (training jobs keep running) and release the leases; a
+        worker process still there after ``timeout`` s is killed (its lease runs out)."""
         self._closing.set()
         with self._lock:
             running = list(self._running.values())
-        for _, detach in running:
-            detach.set()
-        for thread, _ in running:
-            thread.join(timeout)
+        for each in running:
+            each.detach()
+        deadline = time.monotonic() + timeout
+        for each in running:
+            each.thread.join(max(0.0, deadline - time.monotonic()))
+            if each.process is not None and each.process.poll() is None:
+                log.warning("worker %s did not leave in %g s: killed", each.process.pid, timeout)
+                each.process.kill()
         if self._scanner is not None:
-            self._scanner.join(timeout)
+            self._scanner.join(max(0.0, deadline - time.monotonic()))
 
     def running(self) -> list[str]:
         with self._lock:
             return sorted(self._running)
+
+    def worker_pid(self, name: str) -> int | None:
+        """The process id of the worker running tuning job ``name``; None when this service
+        does not run it in a worker process."""
+        with self._lock:
+            each = self._running.get(name)
+        return each.process.pid if each is not None and each.process is not None else None
 
     def _scan_forever(self) -> None:
         while not self._closing.wait(self.scan_interval):
@@ -146,39 +202,80 @@ class TuningService:
         return True
 
     def _launch(self, name: str) -> None:
-        detach = threading.Event()
-        thread = threading.Thread(
-            target=self._run, args=(name, detach), name=f"tuner-{name}", daemon=True
-        )
+        if self.workers == "thread":
+            detach = threading.Event()
+            thread = threading.Thread(
+                target=self._run_here, args=(name, detach), name=f"tuner-{name}", daemon=True
+            )
+            each = _Running(thread, detach.set)
+        else:
+            process = self._start_worker(name)
+            thread = threading.Thread(
+                target=self._watch, args=(name, process), name=f"tuner-{name}", daemon=True
+            )
+            assert process.stdin is not None
+            each = _Running(thread, process.stdin.close, process)
         with self._lock:
-            self._running[name] = (thread, detach)
+            self._running[name] = each
         thread.start()
 
-    def _run(self, name: str, detach: threading.Event) -> None:
+    def _run_here(self, name: str, detach: threading.Event) -> None:
         try:
-            record = self.store.get_tuning_job(name)
-            definition = TuningJobDefinition.from_store(record.definition, name)
-            Scheduler(
-                definition,
-                name,
-                self.store,
-                owner=self.owner,
-                lease_seconds=self.lease_seconds,
-                detach_event=detach,
-            ).run()
-        except (StoreUnavailable, LauncherUnavailable) as exc:  # its lease runs out; a later
-            # scan resumes it once the database or the engine answers
-            log.error("tuning job %s: %s", name, exc)
-        except Exception as exc:
-            log.exception("tuning job %s failed", name)
-            try:
-                record = self.store.get_tuning_job(name)
-                if not record.status.terminal and record.owner in (None, self.owner):
-                    self.store.set_tuning_status(
-                        name, TuningStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
-                    )
-            except Exception:
-                log.exception("could not record the failure of %s", name)
+            run_tuning_job(self.store, name, self.owner, self.lease_seconds, detach)
         finally:
             with self._lock:
                 self._running.pop(name, None)
+
+    def _start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        """A fresh interpreter (not a fork of the service's threads) running
+        ``tuner.worker.main``, told what to run on its stdin (a database URL may hold a
+        password: not in argv, which every user of the machine can read)."""
+        process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE)
+        task = {
+            "path": sys.path,
+            "url": self.store.url,
+            "patience": self.store.patience,
+            "name": name,
+            "owner": self.owner,
+            "lease_seconds": self.lease_seconds,
+        }
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(task).encode() + b"\n")
+            process.stdin.flush()
+        except OSError:  # it died at once: _watch says how
+            pass
+        return process
+
+    def _watch(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        """Wait for the worker process to end."""
+        try:
+            code = process.wait()
+            if code:
+                log.error(
+                    "the worker process of tuning job %s ended with exit code %s; its lease"
+                    " runs out and a later scan resumes it",
+                    name,
+                    code,
+                )
+        finally:
+            if process.stdin is not None:
+                process.stdin.close()
+            with self._lock:
+                self._running.pop(name, None)
+
+
+def workers_from_env() -> Workers:
+    """``TUNER_WORKERS``: ``process`` (default) or ``thread``; ValidationError otherwise."""
+    raw = os.environ.get("TUNER_WORKERS", "process")
+    if raw not in ("process", "thread"):
+        raise ValidationError(f"TUNER_WORKERS must be 'process' or 'thread'; got {raw!r}")
+    return cast(Workers, raw)
+
+
+def _in_memory(url: str) -> bool:
+    """Whether ``url`` names an SQLite database that lives in one process's memory."""
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and (
+        parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
+    )

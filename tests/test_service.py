@@ -1,0 +1,159 @@
+"""The service's worker processes: each tuning job runs in one, leaves its tuning job (lease
+released, training jobs untouched) when the service detaches it, dies or signals it, and is
+started again by a scan when it ends without leaving."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_resume import definition, runs_per_job, wait_for
+from tuner import TuningStatus
+from tuner.service import TuningService
+from tuner.storage import Store
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def job_running(store: Store) -> bool:
+    return any(j.status.value == "InProgress" for j in store.list_training_jobs("resume"))
+
+
+def ended(store: Store) -> bool:
+    return store.get_tuning_job("resume").status.terminal
+
+
+def test_each_tuning_job_runs_in_a_worker_process_that_shutdown_detaches(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    service.submit(definition(tmp_path, 2.0, max_jobs=2, max_parallel_jobs=1))
+    pid = service.worker_pid("resume")
+    assert pid is not None and pid != os.getpid()
+    wait_for(lambda: job_running(store))
+    assert alive(pid) and store.get_tuning_job("resume").owner == service.owner
+
+    service.shutdown()
+    assert not alive(pid) and service.running() == []
+    record = store.get_tuning_job("resume")
+    assert record.owner is None and record.status is TuningStatus.IN_PROGRESS  # left, not ended
+    assert job_running(store)  # its training job runs on
+
+    again = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    assert again.scan() == ["resume"]  # no lease to wait for
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert list(runs_per_job(store).values()) == [1, 1]  # re-attached, not run again
+    again.shutdown()
+
+
+SERVICE = textwrap.dedent(
+    """
+    import json, sys, time
+    from tuner import TuningJobDefinition
+    from tuner.service import TuningService
+    from tuner.storage import Store
+
+    url, runs, body = sys.argv[1:]
+    service = TuningService(Store(url), runs, lease_seconds=60)
+    service.submit(TuningJobDefinition.parse(json.loads(body)))
+    print(service.worker_pid("resume"), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_worker_whose_service_is_killed_outright_leaves_its_tuning_job_at_once(
+    tmp_path, sqlite_url
+):
+    """With threads, a SIGKILLed service held its tuning jobs until their leases ran out (30 s
+    by default, here 60): nobody could resume them before."""
+    body = json.dumps(definition(tmp_path, 3.0, max_jobs=2, max_parallel_jobs=1).to_json())
+    runs = str(tmp_path / "runs")
+    service = subprocess.Popen(
+        [sys.executable, "-c", SERVICE, sqlite_url, runs, body],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert service.stdout is not None
+    worker = int(service.stdout.readline())
+    store = Store(sqlite_url)
+    wait_for(lambda: job_running(store))
+    service.kill()
+    service.wait()
+
+    wait_for(lambda: store.get_tuning_job("resume").owner is None, timeout=10)
+    wait_for(lambda: not alive(worker), timeout=10)
+    assert store.get_tuning_job("resume").status is TuningStatus.IN_PROGRESS
+    assert job_running(store)  # untouched
+    again = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    assert again.scan() == ["resume"]
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert list(runs_per_job(store).values()) == [1, 1]
+    again.shutdown()
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_a_worker_only_detaches_it_and_a_scan_starts_it_again(
+    tmp_path, sqlite_url, number
+):
+    """A supervisor's SIGTERM to every process of the service, or a terminal's Ctrl-C, must not
+    stop the tuning job as a person's stop or ``tuner run``'s Ctrl-C does."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60, scan_interval=0.2)
+    service.start()
+    service.submit(definition(tmp_path, 2.0, max_jobs=3, max_parallel_jobs=1))
+    first = service.worker_pid("resume")
+    assert first is not None
+    wait_for(lambda: job_running(store))
+    os.kill(first, number)
+    wait_for(lambda: service.worker_pid("resume") not in (None, first), timeout=20)
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert list(runs_per_job(store).values()) == [1, 1, 1]
+    service.shutdown()
+
+
+def test_a_worker_killed_outright_is_named_and_started_again_once_its_lease_runs_out(
+    tmp_path, sqlite_url, caplog
+):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=2, scan_interval=0.2)
+    service.start()
+    service.submit(definition(tmp_path, 2.0, max_jobs=3, max_parallel_jobs=1))
+    first = service.worker_pid("resume")
+    assert first is not None
+    wait_for(lambda: job_running(store))
+    with caplog.at_level(logging.ERROR, logger="tuner.service"):
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: service.worker_pid("resume") not in (None, first), timeout=20)
+    assert "the worker process of tuning job resume ended with exit code -9" in caplog.text
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert list(runs_per_job(store).values()) == [1, 1, 1]
+    service.shutdown()
+
+
+def test_worker_processes_need_a_database_other_processes_can_open(tmp_path):
+    store = Store("sqlite://")
+    with pytest.raises(ValueError, match="needs a database other processes can open, not 'sq"):
+        TuningService(store, tmp_path / "runs")
+    with pytest.raises(ValueError, match="workers must be 'process' or 'thread', not 'fork'"):
+        TuningService(store, tmp_path / "runs", workers="fork")  # type: ignore[arg-type]
+    TuningService(store, tmp_path / "runs", workers="thread")  # runs them in its threads
