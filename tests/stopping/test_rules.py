@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tuner.errors import ValidationError
@@ -207,23 +209,16 @@ def test_the_median_rule_decides_as_the_plain_median_of_every_running_average():
             for averages in self._averages.values():
                 averages.pop(job, None)
 
-    rng = random.Random(4)
-    fast, plain = MedianStoppingRule(maximize=False), Plain(maximize=False)
-    steps: dict[str, int] = {}
-    stops = 0
-    for _ in range(3000):
-        job = f"job-{rng.randrange(60)}"
-        if rng.random() < 0.03:
-            fast.forget(job)
-            plain.forget(job)
-            steps.pop(job, None)
-            continue
-        steps[job] = steps.get(job, 0) + 1
-        value = rng.choice([rng.random()] * 30 + [0.5] * 5 + [float("inf"), float("nan")])
-        got = fast.report(job, 1, {}, steps[job], value)
-        assert got == plain.report(job, 1, {}, steps[job], value)
-        stops += got is not None
-    assert stops > 100
+    assert_same_decisions(
+        MedianStoppingRule(maximize=False),
+        Plain(maximize=False),
+        random.Random(4),
+        reports=3000,
+        jobs=60,
+        forget=0.03,
+        value=lambda rng: rng.choice([rng.random()] * 30 + [0.5] * 5 + [math.inf, math.nan]),
+        stops=100,
+    )
 
 
 def test_hyperband_rungs_decide_as_a_plain_count_over_every_value():
@@ -248,21 +243,36 @@ def test_hyperband_rungs_decide_as_a_plain_count_over_every_value():
             for key, values in self._values.items():
                 self._values[key] = [(j, v) for j, v in values if j != job]
 
-    rng = random.Random(7)
-    fast, plain = HyperbandRungs(False, 1, 27), Plain(False, 1, 27)
+    assert_same_decisions(
+        HyperbandRungs(False, 1, 27),
+        Plain(False, 1, 27),
+        random.Random(7),
+        reports=6000,
+        jobs=300,
+        forget=0.01,
+        value=lambda rng: rng.choice([round(rng.random(), 2)] * 30 + [math.inf]),  # ties too
+        stops=50,
+    )
+
+
+def assert_same_decisions(
+    fast, plain, rng, reports: int, jobs: int, forget: float, value, stops: int
+) -> None:
+    """``reports`` random reports (and forgets) to both rules give the same decisions, and
+    more than ``stops`` stops."""
     steps: dict[int, int] = {}
-    stops = 0
-    for _ in range(6000):
-        number = rng.randrange(1, 300)
+    stopped = 0
+    for _ in range(reports):
+        number = rng.randrange(1, jobs)
         job = f"job-{number}"
-        if rng.random() < 0.01:
+        if rng.random() < forget:
             fast.forget(job)
             plain.forget(job)
             steps.pop(number, None)
             continue
         steps[number] = steps.get(number, 0) + 1
-        value = rng.choice([round(rng.random(), 2)] * 30 + [float("inf")])  # ties too
-        got = fast.report(job, number, {}, steps[number], value)
-        assert got == plain.report(job, number, {}, steps[number], value)
-        stops += got is not None
-    assert stops > 50
+        loss = value(rng)
+        got = fast.report(job, number, {}, steps[number], loss)
+        assert got == plain.report(job, number, {}, steps[number], loss)
+        stopped += got is not None
+    assert stopped > stops
