@@ -205,6 +205,10 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
         (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
         (["serve", "--workers", "fork"], "invalid choice: 'fork'"),
+        (
+            ["--storage", "sqlite://", "serve", "--port", "0"],
+            "not an in-memory SQLite database; got 'sqlite://'",
+        ),
     ],
 )
 def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, args, message):

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -152,8 +153,108 @@ def test_a_worker_killed_outright_is_named_and_started_again_once_its_lease_runs
 
 def test_worker_processes_need_a_database_other_processes_can_open(tmp_path):
     store = Store("sqlite://")
-    with pytest.raises(ValueError, match="needs a database other processes can open, not 'sq"):
+    with pytest.raises(ValueError, match="need a database other processes can open, not 'sq"):
         TuningService(store, tmp_path / "runs")
     with pytest.raises(ValueError, match="workers must be 'process' or 'thread', not 'fork'"):
         TuningService(store, tmp_path / "runs", workers="fork")  # type: ignore[arg-type]
     TuningService(store, tmp_path / "runs", workers="thread")  # runs them in its threads
+
+
+def test_thread_workers_run_tuning_jobs_inside_the_service(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", workers="thread")
+    service.submit(definition(tmp_path, 0.2, max_jobs=2, max_parallel_jobs=1))
+    assert service.running() == ["resume"] and service.worker_pid("resume") is None
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    wait_for(lambda: service.running() == [])
+    service.shutdown()
+
+
+def test_a_worker_that_cannot_start_is_named_and_tried_again_after_the_lease(
+    tmp_path, sqlite_url, caplog, monkeypatch
+):
+    """A worker gone before it read its task left the tuning job marked running in the
+    service for good (closing its stdin raised), so no scan ever started it again."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=1)
+    d = definition(tmp_path, 0.2, max_jobs=2, max_parallel_jobs=1)  # its jobs run Python
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    with caplog.at_level(logging.ERROR, logger="tuner.service"):
+        service.submit(d)
+        wait_for(lambda: service.running() == [])
+    assert "the worker process of tuning job resume ended with exit code 1" in caplog.text
+    monkeypatch.undo()
+    wait_for(lambda: service.scan() == ["resume"], timeout=10)  # once the lease ran out
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    service.shutdown()
+
+
+def test_scans_at_the_same_time_start_one_worker(tmp_path, sqlite_url):
+    """Both claimed the tuning job (the lease is the service's either way) and both started a
+    worker; the first was lost to shutdown()."""
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", definition(tmp_path, 1.0, max_jobs=1).to_json())
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    taken: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def scan() -> None:
+        barrier.wait()
+        taken.extend(service.scan())
+
+    scans = [threading.Thread(target=scan) for _ in range(2)]
+    for t in scans:
+        t.start()
+    for t in scans:
+        t.join()
+    assert taken == ["resume"] and service.running() == ["resume"]
+    wait_for(lambda: ended(store), timeout=60)
+    assert list(runs_per_job(store).values()) == [1]
+    service.shutdown()
+
+
+def test_shutdown_during_a_scan_starts_nothing_and_leaves_no_lease(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """A tuning job claimed after shutdown() looked got a worker nobody detached, renewing
+    the service's lease until the process ended."""
+    store = Store(sqlite_url)
+    store.create_tuning_job("resume", definition(tmp_path, 1.0, max_jobs=1).to_json())
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    claimed, go = threading.Event(), threading.Event()
+    claim = store.claim_tuning_job
+
+    def slow_claim(*args):
+        won = claim(*args)
+        claimed.set()
+        go.wait(10)
+        return won
+
+    monkeypatch.setattr(store, "claim_tuning_job", slow_claim)
+    taken: list[str] = []
+    scanning = threading.Thread(target=lambda: taken.extend(service.scan()))
+    scanning.start()
+    assert claimed.wait(10)
+    closing = threading.Thread(target=service.shutdown)
+    closing.start()
+    wait_for(lambda: service._closing.is_set())
+    go.set()
+    scanning.join()
+    closing.join()
+    assert taken == [] and service.running() == []
+    assert store.get_tuning_job("resume").owner is None  # another service may take it at once
+    assert store.list_training_jobs("resume") == []
+
+
+def test_the_workers_setting_reaches_the_service(tmp_path, sqlite_url, monkeypatch):
+    from api.app import create_app
+    from api.settings import Settings
+
+    monkeypatch.setenv("TUNER_WORKERS", "thread")
+    assert Settings.from_env().workers == "thread"
+    settings = Settings(token="t", database_url=sqlite_url, runs_dir=str(tmp_path / "runs"))
+    assert create_app(settings).state.service.workers == "process"  # the default
+    threads = Settings(**{**settings.__dict__, "workers": "thread"})
+    assert create_app(threads).state.service.workers == "thread"

@@ -473,7 +473,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
 
     from tuner.extras import require
-    from tuner.service import workers_from_env
+    from tuner.service import in_memory, workers_from_env
+    from tuner.storage import default_url
 
     uvicorn = require("uvicorn", "service", "tuner serve")
     require("fastapi", "service", "tuner serve")
@@ -493,6 +494,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TUNER_WORKERS"] = args.workers
     lease_seconds()  # a bad TUNER_LEASE_SECONDS is refused here, not in the server's start-up
     workers_from_env()
+    if in_memory(default_url()):  # its requests and its tuning jobs would see two databases
+        raise ValidationError(
+            "tuner serve needs a database file or server (--storage, TUNER_DATABASE_URL), "
+            f"not an in-memory SQLite database; got {default_url()!r}"
+        )
     if not os.environ.get("TUNER_API_TOKEN"):
         os.environ["TUNER_API_TOKEN"] = secrets.token_urlsafe(24)
         print(f"TUNER_API_TOKEN={os.environ['TUNER_API_TOKEN']}", file=sys.stderr, flush=True)

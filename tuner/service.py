@@ -14,6 +14,7 @@ same way at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import IO, Literal, cast
 
 from sqlalchemy.engine import make_url
 
@@ -42,8 +43,10 @@ log = logging.getLogger("tuner.service")
 
 Workers = Literal["process", "thread"]
 # a worker's first line on stdin is its task, with the service's sys.path, so that it imports
-# this very ``tuner`` (from a checkout, an installed wheel, a test's path)
+# this very ``tuner`` (from a checkout, an installed wheel, a test's path); a SIGINT or SIGTERM
+# before ``main`` answers them is dropped (the service closes the stdin of all it leaves)
 _WORKER = (
+    "import signal; [signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)]; "
     "import json, sys; task = json.loads(sys.stdin.buffer.readline() or 'null'); "
     "sys.path[:] = task['path'] if task else sys.path; "
     "from tuner.worker import main; sys.exit(main(task, sys.stdin.buffer))"
@@ -77,11 +80,14 @@ class TuningService:
         needs a database other processes can open (ValueError for an in-memory SQLite one)."""
         if workers not in ("process", "thread"):
             raise ValueError(f"workers must be 'process' or 'thread', not {workers!r}")
-        if workers == "process" and _in_memory(store.url):
+        if workers == "process" and in_memory(store.url):
             raise ValueError(
-                f"workers='process' needs a database other processes can open, not {store.url!r}"
-                " (an in-memory SQLite database): use a file, PostgreSQL, or workers='thread'"
+                f"worker processes need a database other processes can open, not {store.url!r}"
+                " (an in-memory SQLite database): use a file or PostgreSQL, or run tuning jobs"
+                " as threads (workers='thread'; tuner serve --workers thread)"
             )
+        if workers == "process" and not sys.executable:
+            raise ValueError("worker processes need a Python to start: sys.executable is empty")
         self.store = store
         self.workers = workers
         self.runs_dir = Path(runs_dir).resolve()
@@ -91,7 +97,8 @@ class TuningService:
         self.owner = process_owner()
         self._running: dict[str, _Running] = {}
         self._refused: set[str] = set()  # tuning jobs its policy does not allow, said once
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _running
+        self._launching = threading.Lock()  # a scan or a submit's start, whole; shutdown's wait
         self._closing = threading.Event()
         self._scanner: threading.Thread | None = None
 
@@ -128,7 +135,8 @@ class TuningService:
             self.lease_seconds,
             warm.to_json() if warm else None,
         )
-        self._launch(name)
+        with self._launching:
+            self._launch(name)
         return record
 
     def stop(self, name: str, store: Store | None = None) -> TuningJob:
@@ -139,7 +147,7 @@ class TuningService:
         """Leave every tuning job (training jobs keep running) and release the leases; a
         worker process still there after ``timeout`` s is killed (its lease runs out)."""
         self._closing.set()
-        with self._lock:
+        with self._launching, self._lock:  # a scan under way has started what it claimed
             running = list(self._running.values())
         for each in running:
             each.detach()
@@ -173,15 +181,18 @@ class TuningService:
     def scan(self) -> list[str]:
         """Claim and start the tuning jobs that nobody runs; returns their names."""
         taken = []
-        for name in self.store.claimable_tuning_jobs():
-            with self._lock:
-                if name in self._running:
+        with self._launching:  # scans never overlap: one claim and one start per tuning job
+            for name in self.store.claimable_tuning_jobs():
+                if self._closing.is_set():
+                    break
+                with self._lock:
+                    if name in self._running:
+                        continue
+                if not self._allowed(name):
                     continue
-            if not self._allowed(name):
-                continue
-            if self.store.claim_tuning_job(name, self.owner, self.lease_seconds):
-                self._launch(name)
-                taken.append(name)
+                claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
+                if claimed and self._launch(name):
+                    taken.append(name)
         return taken
 
     def _allowed(self, name: str) -> bool:
@@ -201,7 +212,12 @@ class TuningService:
             return False
         return True
 
-    def _launch(self, name: str) -> None:
+    def _launch(self, name: str) -> bool:
+        """Start running tuning job ``name``, whose lease this service holds (called holding
+        ``_launching``); False, the lease released, when closing or when no worker starts."""
+        if self._closing.is_set():
+            self.store.release_tuning_job(name, self.owner)
+            return False
         if self.workers == "thread":
             detach = threading.Event()
             thread = threading.Thread(
@@ -209,28 +225,37 @@ class TuningService:
             )
             each = _Running(thread, detach.set)
         else:
-            process = self._start_worker(name)
+            try:
+                process = self._start_worker(name)
+            except OSError as exc:  # no process to be had (EAGAIN, ENOMEM, EMFILE...)
+                log.error("could not start a worker for tuning job %s: %s", name, exc)
+                self.store.release_tuning_job(name, self.owner)
+                return False
             thread = threading.Thread(
                 target=self._watch, args=(name, process), name=f"tuner-{name}", daemon=True
             )
-            assert process.stdin is not None
-            each = _Running(thread, process.stdin.close, process)
+            each = _Running(thread, lambda: _close(process.stdin), process)
         with self._lock:
             self._running[name] = each
         thread.start()
+        return True
+
+    def _done(self, name: str) -> None:
+        """Forget tuning job ``name``'s entry, if it is still the calling thread's."""
+        with self._lock:
+            if (each := self._running.get(name)) and each.thread is threading.current_thread():
+                del self._running[name]
 
     def _run_here(self, name: str, detach: threading.Event) -> None:
         try:
             run_tuning_job(self.store, name, self.owner, self.lease_seconds, detach)
         finally:
-            with self._lock:
-                self._running.pop(name, None)
+            self._done(name)
 
     def _start_worker(self, name: str) -> subprocess.Popen[bytes]:
         """A fresh interpreter (not a fork of the service's threads) running
         ``tuner.worker.main``, told what to run on its stdin (a database URL may hold a
         password: not in argv, which every user of the machine can read)."""
-        process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE)
         task = {
             "path": sys.path,
             "url": self.store.url,
@@ -239,12 +264,14 @@ class TuningService:
             "owner": self.owner,
             "lease_seconds": self.lease_seconds,
         }
+        line = json.dumps(task).encode() + b"\n"
+        process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE)
         assert process.stdin is not None
         try:
-            process.stdin.write(json.dumps(task).encode() + b"\n")
+            process.stdin.write(line)
             process.stdin.flush()
         except OSError:  # it died at once: _watch says how
-            pass
+            _close(process.stdin)
         return process
 
     def _watch(self, name: str, process: subprocess.Popen[bytes]) -> None:
@@ -259,10 +286,15 @@ class TuningService:
                     code,
                 )
         finally:
-            if process.stdin is not None:
-                process.stdin.close()
-            with self._lock:
-                self._running.pop(name, None)
+            _close(process.stdin)
+            self._done(name)
+
+
+def _close(stream: IO[bytes] | None) -> None:
+    """Close a worker's stdin, which tells it to leave; data it could not take is dropped."""
+    if stream is not None:
+        with contextlib.suppress(OSError):
+            stream.close()
 
 
 def workers_from_env() -> Workers:
@@ -273,9 +305,11 @@ def workers_from_env() -> Workers:
     return cast(Workers, raw)
 
 
-def _in_memory(url: str) -> bool:
+def in_memory(url: str) -> bool:
     """Whether ``url`` names an SQLite database that lives in one process's memory."""
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and (
-        parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
+        parsed.database in (None, "")
+        or ":memory:" in parsed.database
+        or parsed.query.get("mode") == "memory"
     )
