@@ -47,6 +47,7 @@ def test_each_tuning_job_runs_in_a_worker_process_that_shutdown_detaches(tmp_pat
     assert pid is not None and pid != os.getpid()
     wait_for(lambda: job_running(store))
     assert alive(pid) and store.get_tuning_job("resume").owner == service.owner
+    assert Path(f"/proc/{pid}/cmdline").read_bytes().endswith(b"\0tuner-worker\0resume\0")
 
     service.shutdown()
     assert not alive(pid) and service.running() == []

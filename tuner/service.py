@@ -265,7 +265,9 @@ class TuningService:
             "lease_seconds": self.lease_seconds,
         }
         line = json.dumps(task).encode() + b"\n"
-        process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE)
+        process = subprocess.Popen(  # the name in argv: what ps shows an operator
+            [sys.executable, "-c", _WORKER, "tuner-worker", name], stdin=subprocess.PIPE
+        )
         assert process.stdin is not None
         try:
             process.stdin.write(line)
