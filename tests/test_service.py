@@ -259,3 +259,32 @@ def test_the_workers_setting_reaches_the_service(tmp_path, sqlite_url, monkeypat
     assert create_app(settings).state.service.workers == "process"  # the default
     threads = Settings(**{**settings.__dict__, "workers": "thread"})
     assert create_app(threads).state.service.workers == "thread"
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_a_workers_start_up_detaches_it_too(tmp_path, sqlite_url, number):
+    """Sent before the worker answered signals, it was killed (SIGTERM) or crashed with a
+    traceback (SIGINT) still holding the lease: the tuning job stalled until the lease ran out."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    service.submit(definition(tmp_path, 0.2, max_jobs=1))
+    pid = service.worker_pid("resume")
+    assert pid is not None
+    os.kill(pid, number)  # within milliseconds of its start: still importing
+    wait_for(lambda: service.running() == [], timeout=30)
+    assert store.get_tuning_job("resume").owner is None
+    service.shutdown()
+
+
+def test_the_training_jobs_of_a_worker_get_signals_as_usual(tmp_path, sqlite_url):
+    """The service starts a worker with SIGINT and SIGTERM blocked (to answer them once it
+    can); a training job must not inherit that, or it would not stop on SIGTERM."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs")
+    status = "import sys; print(open('/proc/self/status').read()); print('accuracy=0.5')"
+    d = definition(tmp_path, 0.0, job={"command": [sys.executable, "-c", status]}, max_jobs=1)
+    service.submit(d)
+    wait_for(lambda: ended(store), timeout=60)
+    (job,) = store.list_training_jobs("resume")
+    assert "SigBlk:\t0000000000000000" in (Path(job.workdir) / "log.txt").read_text()
+    service.shutdown()

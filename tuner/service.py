@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -43,14 +44,15 @@ log = logging.getLogger("tuner.service")
 
 Workers = Literal["process", "thread"]
 # a worker's first line on stdin is its task, with the service's sys.path, so that it imports
-# this very ``tuner`` (from a checkout, an installed wheel, a test's path); a SIGINT or SIGTERM
-# before ``main`` answers them is dropped (the service closes the stdin of all it leaves)
+# this very ``tuner`` (from a checkout, an installed wheel, a test's path)
 _WORKER = (
-    "import signal; [signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)]; "
     "import json, sys; task = json.loads(sys.stdin.buffer.readline() or 'null'); "
     "sys.path[:] = task['path'] if task else sys.path; "
     "from tuner.worker import main; sys.exit(main(task, sys.stdin.buffer))"
 )
+# held back from a worker until ``main`` answers them: one during its start-up killed it with
+# its lease held (a Ctrl-C or a supervisor's SIGTERM right after a submit or a scan)
+_DETACHING = {signal.SIGINT, signal.SIGTERM}
 
 
 @dataclass
@@ -265,9 +267,13 @@ class TuningService:
             "lease_seconds": self.lease_seconds,
         }
         line = json.dumps(task).encode() + b"\n"
-        process = subprocess.Popen(  # the name in argv: what ps shows an operator
-            [sys.executable, "-c", _WORKER, "tuner-worker", name], stdin=subprocess.PIPE
-        )
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _DETACHING)  # the child inherits it
+        try:
+            process = subprocess.Popen(  # the name in argv: what ps shows an operator
+                [sys.executable, "-c", _WORKER, "tuner-worker", name], stdin=subprocess.PIPE
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         assert process.stdin is not None
         try:
             process.stdin.write(line)

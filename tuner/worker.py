@@ -63,9 +63,13 @@ def main(task: dict[str, Any] | None, told: BinaryIO) -> int:
     """Run ``task``'s tuning job until it ends or ``told`` ends (module docstring); None: the
     service detached the worker before telling it anything."""
     detach = threading.Event()
-    # a handler, not SIG_IGN: an ignored signal would stay ignored in the training jobs
-    for number in (signal.SIGINT, signal.SIGTERM):
+    # a handler, not SIG_IGN: an ignored signal would stay ignored in the training jobs; the
+    # service started the worker with both blocked, so one sent during its start-up is
+    # answered now (and the training jobs it starts get them unblocked)
+    numbers = {signal.SIGINT, signal.SIGTERM}
+    for number in numbers:
         signal.signal(number, lambda *_: detach.set())
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, numbers)
     if task is None:
         return 0
     threading.Thread(target=_detach_at_end, args=(told, detach), daemon=True).start()
