@@ -111,19 +111,28 @@ def test_a_worker_whose_service_is_killed_outright_leaves_its_tuning_job_at_once
     again.shutdown()
 
 
+def running_three_jobs(
+    tmp_path: Path, url: str, lease_seconds: float
+) -> tuple[Store, TuningService, int]:
+    """A started service running a tuning job of three jobs of 2 s, one at a time, once its
+    first job runs; its worker's pid."""
+    store = Store(url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds, scan_interval=0.2)
+    service.start()
+    service.submit(definition(tmp_path, 2.0, max_jobs=3, max_parallel_jobs=1))
+    pid = service.worker_pid("resume")
+    assert pid is not None
+    wait_for(lambda: job_running(store))
+    return store, service, pid
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_a_worker_only_detaches_it_and_a_scan_starts_it_again(
     tmp_path, sqlite_url, number
 ):
     """A supervisor's SIGTERM to every process of the service, or a terminal's Ctrl-C, must not
     stop the tuning job as a person's stop or ``tuner run``'s Ctrl-C does."""
-    store = Store(sqlite_url)
-    service = TuningService(store, tmp_path / "runs", lease_seconds=60, scan_interval=0.2)
-    service.start()
-    service.submit(definition(tmp_path, 2.0, max_jobs=3, max_parallel_jobs=1))
-    first = service.worker_pid("resume")
-    assert first is not None
-    wait_for(lambda: job_running(store))
+    store, service, first = running_three_jobs(tmp_path, sqlite_url, lease_seconds=60)
     os.kill(first, number)
     wait_for(lambda: service.worker_pid("resume") not in (None, first), timeout=20)
     wait_for(lambda: ended(store), timeout=60)
@@ -135,13 +144,7 @@ def test_a_signal_to_a_worker_only_detaches_it_and_a_scan_starts_it_again(
 def test_a_worker_killed_outright_is_named_and_started_again_once_its_lease_runs_out(
     tmp_path, sqlite_url, caplog
 ):
-    store = Store(sqlite_url)
-    service = TuningService(store, tmp_path / "runs", lease_seconds=2, scan_interval=0.2)
-    service.start()
-    service.submit(definition(tmp_path, 2.0, max_jobs=3, max_parallel_jobs=1))
-    first = service.worker_pid("resume")
-    assert first is not None
-    wait_for(lambda: job_running(store))
+    store, service, first = running_three_jobs(tmp_path, sqlite_url, lease_seconds=2)
     with caplog.at_level(logging.ERROR, logger="tuner.service"):
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: service.worker_pid("resume") not in (None, first), timeout=20)
