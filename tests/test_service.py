@@ -276,6 +276,7 @@ def test_a_signal_during_a_workers_start_up_detaches_it_too(tmp_path, sqlite_url
     os.kill(pid, number)  # within milliseconds of its start: still importing
     wait_for(lambda: service.running() == [], timeout=30)
     assert store.get_tuning_job("resume").owner is None
+    assert store.list_training_jobs("resume") == []  # it left before starting anything
     service.shutdown()
 
 
