@@ -122,18 +122,20 @@ def test_max_failed_jobs_fails_the_tuning_job_with_the_reason(tmp_path, database
 
 
 def test_max_tuning_runtime_completes_the_tuning_job_and_stops_running_jobs(tmp_path, sqlite_url):
+    """Jobs of 2 s and a limit of 4 s: the first two end before it, the next two cannot (with
+    jobs of 1 s and 2.5 s, a loaded CI machine once had none running at the limit)."""
     tuner = make_tuner(
         tmp_path,
         sqlite_url,
-        {"sleep": 1.0, "epochs": 4},
+        {"sleep": 2.0, "epochs": 4},
         max_jobs=40,
         max_parallel_jobs=2,
-        max_tuning_runtime=2.5,
+        max_tuning_runtime=4.0,
     )
     tuner.fit()
     d = tuner.describe()
     assert d["status"] == "Completed"
-    assert d["status_reason"].startswith("max_tuning_runtime=2.5s reached after ")
+    assert d["status_reason"].startswith("max_tuning_runtime=4s reached after ")
     jobs = tuner.training_jobs()
     assert 2 <= len(jobs) <= 8
     assert any(j.status is TrainingStatus.COMPLETED for j in jobs)
