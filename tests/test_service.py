@@ -16,19 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_early_stopping import alive
 from tests.test_resume import definition, runs_per_job, wait_for
 from tuner import TuningStatus
 from tuner.service import TuningService
 from tuner.storage import Store
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie waiting to be reaped."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def job_running(store: Store) -> bool:
