@@ -218,9 +218,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lease_seconds=settings.lease_seconds,
         scan_interval=settings.scan_interval,
         policy=LaunchPolicy(
-            settings.allowed_programs, settings.allowed_images, settings.allowed_docker_hosts
+            settings.allowed_programs,
+            settings.allowed_images,
+            settings.allowed_docker_hosts,
+            settings.max_parallel_jobs,
         ),
         workers=settings.workers,
+        max_running=settings.max_running_tuning_jobs,
     )
 
     @asynccontextmanager

@@ -6,11 +6,15 @@ import os
 import secrets
 from dataclasses import dataclass, field
 
-from tuner.service import Workers, workers_from_env
+from tuner.service import Workers, count_from_env, workers_from_env
 from tuner.storage import default_url
 from tuner.tuner import lease_seconds
 
 MAX_BODY_BYTES = 1 << 20
+# a worker takes 70-230 MB and runs up to max_parallel_jobs training jobs: together these bound
+# what clients can start on one machine (16 x 100); an operator sets what the machine takes
+MAX_RUNNING_TUNING_JOBS = 16
+MAX_PARALLEL_JOBS = 100
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,8 @@ class Settings:
     ``allowed_images`` / ``allowed_docker_hosts``: the images and Docker engines it may use
     (see ``tuner.launch_policy``: by default no ``docker_host``).
     ``workers``: where tuning jobs run, each in a worker process (default) or a thread of the
-    service (``tuner.service``)."""
+    service (``tuner.service``). ``max_running_tuning_jobs``: the most it runs at once, more
+    wait; ``max_parallel_jobs``: the most a definition may ask for (more is refused)."""
 
     token: str
     database_url: str = field(default_factory=default_url)
@@ -32,13 +37,16 @@ class Settings:
     allowed_docker_hosts: tuple[str, ...] = ()
     max_body_bytes: int = MAX_BODY_BYTES
     workers: Workers = "process"
+    max_running_tuning_jobs: int = MAX_RUNNING_TUNING_JOBS
+    max_parallel_jobs: int = MAX_PARALLEL_JOBS
 
     @classmethod
     def from_env(cls) -> Settings:
         """TUNER_API_TOKEN (generated when unset), TUNER_DATABASE_URL, TUNER_RUNS_DIR,
         TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS, TUNER_ALLOWED_IMAGES (both separated by
         os.pathsep), TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: URLs hold ':'),
-        TUNER_WORKERS (``process`` or ``thread``)."""
+        TUNER_WORKERS (``process`` or ``thread``), TUNER_MAX_RUNNING_TUNING_JOBS,
+        TUNER_MAX_PARALLEL_JOBS."""
         env = os.environ
         allowed = tuple(p for p in env.get("TUNER_ALLOWED_PROGRAMS", "").split(os.pathsep) if p)
         images = tuple(p for p in env.get("TUNER_ALLOWED_IMAGES", "").split(os.pathsep) if p)
@@ -52,4 +60,8 @@ class Settings:
             allowed_images=images,
             allowed_docker_hosts=hosts,
             workers=workers_from_env(),
+            max_running_tuning_jobs=count_from_env(
+                "TUNER_MAX_RUNNING_TUNING_JOBS", MAX_RUNNING_TUNING_JOBS
+            ),
+            max_parallel_jobs=count_from_env("TUNER_MAX_PARALLEL_JOBS", MAX_PARALLEL_JOBS),
         )

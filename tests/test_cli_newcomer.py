@@ -205,6 +205,8 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
         (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
         (["serve", "--workers", "fork"], "invalid choice: 'fork'"),
+        (["serve", "--max-running-tuning-jobs", "0"], "must be a whole number >= 1; got '0'"),
+        (["serve", "--max-parallel-jobs", "x"], "must be a whole number >= 1; got 'x'"),
         (
             ["--storage", "sqlite://", "serve", "--port", "0"],
             "not an in-memory SQLite database; got 'sqlite://'",
@@ -235,8 +237,16 @@ def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path,
     assert "Traceback" not in serve.stderr
 
 
-def test_a_bad_workers_setting_in_the_environment_is_named(tmp_path):
-    serve = tuner(tmp_path, "serve", "--port", "0", env={"TUNER_WORKERS": "fork"})
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("TUNER_WORKERS", "fork", "TUNER_WORKERS must be 'process' or 'thread'; got 'fork'"),
+        ("TUNER_MAX_RUNNING_TUNING_JOBS", "0", "TUNER_MAX_RUNNING_TUNING_JOBS must be a whole"),
+        ("TUNER_MAX_PARALLEL_JOBS", "lots", "of at least 1; got 'lots'"),
+    ],
+)
+def test_a_bad_service_setting_in_the_environment_is_named(tmp_path, variable, value, message):
+    serve = tuner(tmp_path, "serve", "--port", "0", env={variable: value})
     assert serve.returncode == 2, serve.stderr
-    assert "TUNER_WORKERS must be 'process' or 'thread'; got 'fork'" in serve.stderr
+    assert message in serve.stderr
     assert "Traceback" not in serve.stderr and "Uvicorn running" not in serve.stderr

@@ -473,7 +473,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
 
     from tuner.extras import require
-    from tuner.service import in_memory, workers_from_env
+    from tuner.service import count_from_env, in_memory, workers_from_env
     from tuner.storage import default_url
 
     uvicorn = require("uvicorn", "service", "tuner serve")
@@ -492,8 +492,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TUNER_LEASE_SECONDS"] = str(args.lease_seconds)
     if args.workers is not None:
         os.environ["TUNER_WORKERS"] = args.workers
+    if args.max_running_tuning_jobs is not None:
+        os.environ["TUNER_MAX_RUNNING_TUNING_JOBS"] = str(args.max_running_tuning_jobs)
+    if args.max_parallel_jobs is not None:
+        os.environ["TUNER_MAX_PARALLEL_JOBS"] = str(args.max_parallel_jobs)
     lease_seconds()  # a bad TUNER_LEASE_SECONDS is refused here, not in the server's start-up
     workers_from_env()
+    count_from_env("TUNER_MAX_RUNNING_TUNING_JOBS", 1)  # the same for these
+    count_from_env("TUNER_MAX_PARALLEL_JOBS", 1)
     if in_memory(default_url()):  # its requests and its tuning jobs would see two databases
         raise ValidationError(
             "tuner serve needs a database file or server (--storage, TUNER_DATABASE_URL), "
@@ -533,6 +539,13 @@ def count(text: str) -> int:
     """argparse type: a whole number >= 0."""
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
+    return int(text)
+
+
+def positive_count(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
     return int(text)
 
 
@@ -659,6 +672,16 @@ def parser() -> argparse.ArgumentParser:
         "--workers",
         choices=["process", "thread"],
         help="run each tuning job in a worker process (default) or a thread of the service",
+    )
+    serve.add_argument(
+        "--max-running-tuning-jobs",
+        type=positive_count,
+        help="the most tuning jobs run at once; more wait for a place (default 16)",
+    )
+    serve.add_argument(
+        "--max-parallel-jobs",
+        type=positive_count,
+        help="the most max_parallel_jobs a definition may ask for; more is refused (default 100)",
     )
     levels = ["critical", "error", "warning", "info", "debug", "trace"]
     serve.add_argument("--log-level", default="info", choices=levels)

@@ -6,7 +6,8 @@ with a ``ValidationError`` naming the field, the rule and the value:
 - an ``image`` outside ``images`` when that list is set, and any image when ``programs`` is set
   but ``images`` is not (an operator who restricts programs has allowed no image yet);
 - a ``docker_host`` outside ``docker_hosts``: by default (empty list) a client cannot point
-  the service at a Docker engine of its choosing; jobs use the service's own engine.
+  the service at a Docker engine of its choosing; jobs use the service's own engine;
+- (``check_definition``) a ``max_parallel_jobs`` above ``max_parallel_jobs`` when set.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tuner.definition import JobDefinition
+from tuner.definition import JobDefinition, TuningJobDefinition
 from tuner.errors import ValidationError
 
 
@@ -23,6 +24,19 @@ class LaunchPolicy:
     programs: Sequence[str] = ()
     images: Sequence[str] = ()
     docker_hosts: Sequence[str] = ()
+    max_parallel_jobs: int | None = None
+
+    def check_definition(self, definition: TuningJobDefinition) -> None:
+        """Raise ``ValidationError`` unless this policy allows the tuning job: what its jobs
+        run (``check``) and how many of them run at once."""
+        self.check(definition.job_definition)
+        limit = self.max_parallel_jobs
+        if limit is not None and definition.max_parallel_jobs > limit:
+            raise ValidationError(
+                f"max_parallel_jobs must be at most {limit}, the most training jobs this "
+                f"service runs at once for one tuning job (tuner serve --max-parallel-jobs), "
+                f"got {definition.max_parallel_jobs}"
+            )
 
     def check(self, job: JobDefinition) -> None:
         """Raise ``ValidationError`` unless this policy allows what ``job`` would run."""

@@ -10,6 +10,12 @@ database, and a tuning job is run by one of them at a time. ``shutdown()`` leave
 jobs running and releases the leases, so a service started again (or another one) re-attaches
 to them. A worker (``tuner.worker``) whose service dies, even by SIGKILL, leaves its tuning job the
 same way at once.
+
+``max_running`` bounds the tuning jobs one service runs at once (each worker is an interpreter
+of 70-230 MB running up to ``max_parallel_jobs`` training jobs): one submitted beyond it is
+recorded with no lease and waits, InProgress, until a scan of this or another service with room
+takes it, in the order they were submitted. A waiting tuning job asked to stop is taken even
+when the service is full, since all it needs is to be ended.
 """
 
 from __future__ import annotations
@@ -77,9 +83,13 @@ class TuningService:
         allowed_programs: Sequence[str] = (),
         policy: LaunchPolicy | None = None,
         workers: Workers = "process",
+        max_running: int | None = None,
     ) -> None:
         """``workers``: where each tuning job's scheduler runs (module docstring); "process"
-        needs a database other processes can open (ValueError for an in-memory SQLite one)."""
+        needs a database other processes can open (ValueError for an in-memory SQLite one).
+        ``max_running``: the most tuning jobs run at once (module docstring; None: no bound)."""
+        if max_running is not None and max_running < 1:
+            raise ValueError(f"max_running must be at least 1 (or None), not {max_running!r}")
         if workers not in ("process", "thread"):
             raise ValueError(f"workers must be 'process' or 'thread', not {workers!r}")
         if workers == "process" and in_memory(store.url):
@@ -92,6 +102,7 @@ class TuningService:
             raise ValueError("worker processes need a Python to start: sys.executable is empty")
         self.store = store
         self.workers = workers
+        self.max_running = max_running
         self.runs_dir = Path(runs_dir).resolve()
         self.lease_seconds = lease_seconds
         self.scan_interval = scan_interval
@@ -110,11 +121,12 @@ class TuningService:
         self._scanner.start()
 
     def submit(self, definition: TuningJobDefinition, store: Store | None = None) -> TuningJob:
-        """Validate, record and start a tuning job; its folders live under ``runs_dir``.
-        ``store``: the one to record it in (a REST request's, which does not wait for a
-        database that stopped answering); by default the service's own."""
+        """Validate, record and start a tuning job, or leave it waiting (unleased) when
+        ``max_running`` are running; its folders live under ``runs_dir``. ``store``: the one to
+        record it in (a REST request's, which does not wait for a database that stopped
+        answering); by default the service's own."""
         store = store or self.store
-        self.policy.check(definition.job_definition)
+        self.policy.check_definition(definition)
         self.runs_dir.mkdir(parents=True, exist_ok=True)  # also before start()
         name = definition.name or default_name()
         jd = definition.job_definition.model_copy(
@@ -130,15 +142,17 @@ class TuningService:
         # Failed with an internal error)
         tracker_for(definition, name, store).close(None)
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
-        record = store.create_tuning_job(
-            name,
-            definition.to_json(),
-            self.owner,
-            self.lease_seconds,
-            warm.to_json() if warm else None,
-        )
-        with self._launching:
-            self._launch(name)
+        with self._launching:  # no scan fills the last place between the count and the start
+            waits = self._full()
+            record = store.create_tuning_job(
+                name,
+                definition.to_json(),
+                None if waits else self.owner,
+                self.lease_seconds,
+                warm.to_json() if warm else None,
+            )
+            if not waits:
+                self._launch(name)
         return record
 
     def stop(self, name: str, store: Store | None = None) -> TuningJob:
@@ -166,6 +180,11 @@ class TuningService:
         with self._lock:
             return sorted(self._running)
 
+    def _full(self) -> bool:
+        """Whether ``max_running`` tuning jobs are running here."""
+        with self._lock:
+            return self.max_running is not None and len(self._running) >= self.max_running
+
     def worker_pid(self, name: str) -> int | None:
         """The process id of the worker running tuning job ``name``; None when this service
         does not run it in a worker process."""
@@ -181,15 +200,19 @@ class TuningService:
                 log.exception("scanning for tuning jobs failed")
 
     def scan(self) -> list[str]:
-        """Claim and start the tuning jobs that nobody runs; returns their names."""
-        taken = []
+        """Claim and start the tuning jobs that nobody runs, up to ``max_running`` (those
+        asked to stop first, and beyond it); returns their names."""
+        taken: list[str] = []
         with self._launching:  # scans never overlap: one claim and one start per tuning job
-            for name in self.store.claimable_tuning_jobs():
+            stopping = self.store.claimable_tuning_jobs(stopping_only=True)
+            for name in stopping + self.store.claimable_tuning_jobs():
                 if self._closing.is_set():
                     break
                 with self._lock:
-                    if name in self._running:
+                    if name in self._running or name in taken:
                         continue
+                if name not in stopping and self._full():
+                    break
                 if not self._allowed(name):
                     continue
                 claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
@@ -207,7 +230,7 @@ class TuningService:
             definition = TuningJobDefinition.from_store(
                 self.store.get_tuning_job(name).definition, name
             )
-            self.policy.check(definition.job_definition)
+            self.policy.check_definition(definition)
         except ValidationError as exc:
             log.warning("not taking over tuning job %s: %s", name, exc)
             self._refused.add(name)
@@ -311,6 +334,21 @@ def workers_from_env() -> Workers:
     if raw not in ("process", "thread"):
         raise ValidationError(f"TUNER_WORKERS must be 'process' or 'thread'; got {raw!r}")
     return cast(Workers, raw)
+
+
+def count_from_env(variable: str, default: int) -> int:
+    """A positive whole number from environment ``variable`` (``default`` when unset);
+    ValidationError naming the variable, the rule and the value otherwise."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValidationError(f"{variable} must be a whole number of at least 1; got {raw!r}")
+    return value
 
 
 def in_memory(url: str) -> bool:

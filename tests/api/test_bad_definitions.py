@@ -391,7 +391,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         with client(server) as http:
             yield http
             stored = {job["name"] for job in http.get("/tuning-jobs").json()["items"]}
-            assert not stored & {"bad-one", "docker-one"}, "a refused definition was stored"
+            refused = {"bad-one", "docker-one", "too-parallel"}
+            assert not stored & refused, "a refused definition was stored"
             assert http.get("/healthz").status_code == 200
     finally:
         server.stop()
@@ -611,6 +612,19 @@ def test_rest_client_cannot_pick_an_image_or_a_docker_engine(service: httpx.Clie
         in (response.json()["detail"])
     )
     assert "'evil:latest'" in response.json()["detail"]
+
+
+def test_a_service_refuses_more_parallel_jobs_than_its_operator_allows(
+    service: httpx.Client,
+) -> None:
+    """Each tuning job may run up to ``tuner serve --max-parallel-jobs`` training jobs at once
+    (default 100): a client cannot start thousands of processes with one request."""
+    body = definition(name="too-parallel", max_jobs=500, max_parallel_jobs=101)
+    for request in (body, to_sagemaker(body)):
+        response = post(service, request)
+        assert response.status_code == 400, response.text
+        detail = response.json()["detail"]
+        assert "max_parallel_jobs must be at most 100" in detail and "got 101" in detail
 
 
 def test_launch_policy_allows_what_the_operator_named() -> None:

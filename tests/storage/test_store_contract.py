@@ -294,6 +294,16 @@ def test_bad_url_is_a_clear_error():
         Store("not a url")
 
 
+def test_claimable_tuning_jobs_come_oldest_first_and_those_being_stopped_on_their_own(store):
+    for name in ("a", "b", "c"):
+        store.create_tuning_job(name, DEFINITION)
+    store.request_stop("b")
+    assert store.claimable_tuning_jobs() == ["a", "b", "c"]
+    assert store.claimable_tuning_jobs(stopping_only=True) == ["b"]
+    assert store.claim_tuning_job("b", "x", ttl=30)
+    assert store.claimable_tuning_jobs(stopping_only=True) == []
+
+
 def test_leases_are_exclusive_until_they_expire(store, database_url):
     store.create_tuning_job("t", DEFINITION)
     other = Store(database_url)

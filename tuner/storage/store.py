@@ -487,10 +487,13 @@ class Store:
         with self._session() as session:
             session.execute(query)
 
-    def claimable_tuning_jobs(self) -> list[str]:
-        """Names of tuning jobs that have not ended and whose lease is free or expired."""
+    def claimable_tuning_jobs(self, stopping_only: bool = False) -> list[str]:
+        """Names of tuning jobs that have not ended (with ``stopping_only``: that are being
+        stopped) and whose lease is free or expired, oldest first."""
         now = time.time()
-        active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        active = [TuningStatus.STOPPING.value]
+        if not stopping_only:
+            active.append(TuningStatus.IN_PROGRESS.value)
         query = (
             select(TuningJobRow.name)
             .where(TuningJobRow.status.in_(active))

@@ -1,0 +1,118 @@
+"""A service runs at most ``max_running`` tuning jobs at once: the rest wait, unleased, and
+start in submission order as places free up; a waiting one asked to stop ends at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_resume import definition, wait_for
+from tuner import TuningStatus
+from tuner.errors import ValidationError
+from tuner.launch_policy import LaunchPolicy
+from tuner.service import TuningService, count_from_env
+from tuner.storage import Store
+
+
+def submitted(service: TuningService, name: str, sleep: float, max_jobs: int = 1) -> None:
+    body = definition(service.runs_dir.parent, sleep, max_jobs=max_jobs, max_parallel_jobs=1)
+    service.submit(body.model_copy(update={"name": name}))
+
+
+def ended(store: Store, name: str) -> bool:
+    return store.get_tuning_job(name).status.terminal
+
+
+def test_tuning_jobs_beyond_max_running_wait_and_start_in_submission_order(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2, max_running=1)
+    service.start()
+    try:
+        for name in ("first", "second", "third"):
+            submitted(service, name, 0.3)
+        assert service.running() == ["first"]
+        for name in ("second", "third"):  # recorded, waiting: nobody holds them, nothing runs
+            record = store.get_tuning_job(name)
+            assert record.status is TuningStatus.IN_PROGRESS and record.owner is None
+            assert store.list_training_jobs(name) == []
+        wait_for(lambda: ended(store, "third"), timeout=90)
+    finally:
+        service.shutdown()
+    jobs = {n: store.list_training_jobs(n)[0] for n in ("first", "second", "third")}
+    assert all(store.get_tuning_job(n).status is TuningStatus.COMPLETED for n in jobs)
+    # one at a time, in the order submitted: each began after the one before had ended
+    assert jobs["second"].created_at >= store.get_tuning_job("first").ended_at
+    assert jobs["third"].created_at >= store.get_tuning_job("second").ended_at
+
+
+def test_a_waiting_tuning_job_asked_to_stop_ends_while_the_service_is_full(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2, max_running=1)
+    service.start()
+    try:
+        submitted(service, "long", 2.0, max_jobs=3)
+        submitted(service, "waiting", 0.3)
+        service.stop("waiting")
+        wait_for(lambda: ended(store, "waiting"), timeout=30)
+        assert store.get_tuning_job("waiting").status is TuningStatus.STOPPED
+        assert store.list_training_jobs("waiting") == []  # ended, never run
+        assert not ended(store, "long")  # the place was never given up
+    finally:
+        service.shutdown()
+
+
+def test_a_scan_takes_tuning_jobs_nobody_runs_only_up_to_max_running(tmp_path, sqlite_url):
+    """Left by a service that died, or waiting for a place: the oldest are taken first."""
+    store = Store(sqlite_url)
+    for name in ("older", "newer"):
+        body = definition(tmp_path, 2.0, max_jobs=2, max_parallel_jobs=1)
+        store.create_tuning_job(name, body.model_copy(update={"name": name}).to_json())
+    service = TuningService(store, tmp_path / "runs", 60, max_running=1)
+    try:
+        assert service.scan() == ["older"]
+        assert service.scan() == []  # full
+        assert store.get_tuning_job("newer").owner is None
+    finally:
+        service.shutdown()
+    assert TuningService(store, tmp_path / "runs", 60, max_running=1).max_running == 1
+    with pytest.raises(ValueError, match="max_running must be at least 1"):
+        TuningService(store, tmp_path / "runs", max_running=0)
+
+
+def test_max_parallel_jobs_above_the_policys_limit_is_refused_and_nothing_stored(
+    tmp_path, sqlite_url
+):
+    store = Store(sqlite_url)
+    policy = LaunchPolicy(max_parallel_jobs=4)
+    service = TuningService(store, tmp_path / "runs", policy=policy)
+    wide = definition(tmp_path, 0.1, max_jobs=8, max_parallel_jobs=8)
+    with pytest.raises(ValidationError) as refused:
+        service.submit(wide)
+    assert "max_parallel_jobs must be at most 4" in str(refused.value)
+    assert "got 8" in str(refused.value)
+    assert store.list_tuning_jobs() == []
+    policy.check_definition(wide.model_copy(update={"max_parallel_jobs": 4}))
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "many", "2.5"])
+def test_a_bad_count_in_the_environment_names_the_variable_and_value(monkeypatch, raw):
+    monkeypatch.setenv("TUNER_MAX_RUNNING_TUNING_JOBS", raw)
+    with pytest.raises(ValidationError) as refused:
+        count_from_env("TUNER_MAX_RUNNING_TUNING_JOBS", 16)
+    assert "TUNER_MAX_RUNNING_TUNING_JOBS must be a whole number of at least 1" in str(
+        refused.value
+    )
+    assert repr(raw) in str(refused.value)
+
+
+def test_the_capacity_settings_reach_the_service(tmp_path, sqlite_url, monkeypatch):
+    from api.app import create_app
+    from api.settings import Settings
+
+    settings = Settings(token="t", database_url=sqlite_url, runs_dir=str(tmp_path / "runs"))
+    service = create_app(settings).state.service
+    assert (service.max_running, service.policy.max_parallel_jobs) == (16, 100)  # defaults
+    monkeypatch.setenv("TUNER_MAX_RUNNING_TUNING_JOBS", "3")
+    monkeypatch.setenv("TUNER_MAX_PARALLEL_JOBS", "7")
+    monkeypatch.setenv("TUNER_DATABASE_URL", sqlite_url)
+    service = create_app(Settings.from_env()).state.service
+    assert (service.max_running, service.policy.max_parallel_jobs) == (3, 7)
