@@ -44,6 +44,22 @@ def test_tuning_jobs_beyond_max_running_wait_and_start_in_submission_order(tmp_p
     assert jobs["third"].created_at >= store.get_tuning_job("second").ended_at
 
 
+def test_a_place_freed_before_the_next_scan_goes_to_the_oldest_waiting_tuning_job(
+    tmp_path, sqlite_url
+):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, max_running=1)  # no scans of its own
+    try:
+        submitted(service, "first", 0.1)
+        submitted(service, "second", 0.1)
+        wait_for(lambda: service.running() == [], timeout=60)  # "first" ended, no scan yet
+        submitted(service, "third", 0.1)
+        assert service.running() == [] and store.get_tuning_job("third").owner is None
+        assert service.scan() == ["second"]
+    finally:
+        service.shutdown()
+
+
 def test_a_waiting_tuning_job_asked_to_stop_ends_while_the_service_is_full(tmp_path, sqlite_url):
     store = Store(sqlite_url)
     service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2, max_running=1)

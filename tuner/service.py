@@ -12,10 +12,10 @@ to them. A worker (``tuner.worker``) whose service dies, even by SIGKILL, leaves
 same way at once.
 
 ``max_running`` bounds the tuning jobs one service runs at once (each worker is an interpreter
-of 70-230 MB running up to ``max_parallel_jobs`` training jobs): one submitted beyond it is
-recorded with no lease and waits, InProgress, until a scan of this or another service with room
-takes it, in the order they were submitted. A waiting tuning job asked to stop is taken even
-when the service is full, since all it needs is to be ended.
+of 70-230 MB running up to ``max_parallel_jobs`` training jobs): one submitted beyond it, or
+while others wait, is recorded with no lease and waits, InProgress, until a scan of this or
+another service with room takes it, in the order they were submitted. A waiting tuning job
+asked to stop is taken even when the service is full, since all it needs is to be ended.
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ class TuningService:
         tracker_for(definition, name, store).close(None)
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
         with self._launching:  # no scan fills the last place between the count and the start
-            waits = self._full()
+            # behind any that wait (a place freed since the last scan goes to the oldest)
+            waits = self._full() or bool(store.claimable_tuning_jobs())
             record = store.create_tuning_job(
                 name,
                 definition.to_json(),
