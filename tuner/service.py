@@ -144,7 +144,7 @@ class TuningService:
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
         with self._launching:  # no scan fills the last place between the count and the start
             # behind any that wait (a place freed since the last scan goes to the oldest)
-            waits = self._full() or bool(store.claimable_tuning_jobs())
+            waits = self._full() or bool(store.claimable_tuning_jobs(limit=1))
             record = store.create_tuning_job(
                 name,
                 definition.to_json(),
@@ -206,7 +206,8 @@ class TuningService:
         taken: list[str] = []
         with self._launching:  # scans never overlap: one claim and one start per tuning job
             stopping = self.store.claimable_tuning_jobs(stopping_only=True)
-            for name in stopping + self.store.claimable_tuning_jobs():
+            waiting = [] if self._full() else self.store.claimable_tuning_jobs()
+            for name in stopping + waiting:
                 if self._closing.is_set():
                     break
                 with self._lock:

@@ -300,6 +300,7 @@ def test_claimable_tuning_jobs_come_oldest_first_and_those_being_stopped_on_thei
     store.request_stop("b")
     assert store.claimable_tuning_jobs() == ["a", "b", "c"]
     assert store.claimable_tuning_jobs(stopping_only=True) == ["b"]
+    assert store.claimable_tuning_jobs(limit=2) == ["a", "b"]
     assert store.claim_tuning_job("b", "x", ttl=30)
     assert store.claimable_tuning_jobs(stopping_only=True) == []
 

@@ -487,9 +487,11 @@ class Store:
         with self._session() as session:
             session.execute(query)
 
-    def claimable_tuning_jobs(self, stopping_only: bool = False) -> list[str]:
+    def claimable_tuning_jobs(
+        self, stopping_only: bool = False, limit: int | None = None
+    ) -> list[str]:
         """Names of tuning jobs that have not ended (with ``stopping_only``: that are being
-        stopped) and whose lease is free or expired, oldest first."""
+        stopped) and whose lease is free or expired, oldest first; at most ``limit``."""
         now = time.time()
         active = [TuningStatus.STOPPING.value]
         if not stopping_only:
@@ -499,6 +501,7 @@ class Store:
             .where(TuningJobRow.status.in_(active))
             .where(or_(TuningJobRow.owner.is_(None), TuningJobRow.lease_expires < now))
             .order_by(TuningJobRow.created_at)
+            .limit(limit)
         )
         with self._session() as session:
             return list(session.scalars(query))
