@@ -44,6 +44,19 @@ def test_tuning_jobs_beyond_max_running_wait_and_start_in_submission_order(tmp_p
     assert jobs["third"].created_at >= store.get_tuning_job("second").ended_at
 
 
+def test_a_place_that_frees_up_is_taken_at_once_not_at_the_next_periodic_scan(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=120, max_running=1)
+    service.start()
+    try:
+        submitted(service, "first", 0.1)
+        submitted(service, "second", 0.1)
+        wait_for(lambda: ended(store, "second"), timeout=60)  # long before 120 s
+    finally:
+        service.shutdown(timeout=10)
+    assert not service._scanner.is_alive()  # shutdown wakes the scanner too
+
+
 def test_a_place_freed_before_the_next_scan_goes_to_the_oldest_waiting_tuning_job(
     tmp_path, sqlite_url
 ):

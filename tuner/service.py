@@ -113,6 +113,7 @@ class TuningService:
         self._lock = threading.Lock()  # guards _running
         self._launching = threading.Lock()  # a scan or a submit's start, whole; shutdown's wait
         self._closing = threading.Event()
+        self._freed = threading.Event()  # a tuning job left this service: scan now
         self._scanner: threading.Thread | None = None
 
     def start(self) -> None:
@@ -164,6 +165,7 @@ class TuningService:
         """Leave every tuning job (training jobs keep running) and release the leases; a
         worker process still there after ``timeout`` s is killed (its lease runs out)."""
         self._closing.set()
+        self._freed.set()  # the scanner leaves now
         with self._launching, self._lock:  # a scan under way has started what it claimed
             running = list(self._running.values())
         for each in running:
@@ -194,7 +196,12 @@ class TuningService:
         return each.process.pid if each is not None and each.process is not None else None
 
     def _scan_forever(self) -> None:
-        while not self._closing.wait(self.scan_interval):
+        """Scan every ``scan_interval`` s, and at once when a place frees up."""
+        while True:
+            self._freed.wait(self.scan_interval)
+            self._freed.clear()
+            if self._closing.is_set():
+                return
             try:
                 self.scan()
             except Exception:  # a database hiccup must not end the scanning
@@ -272,6 +279,7 @@ class TuningService:
         with self._lock:
             if (each := self._running.get(name)) and each.thread is threading.current_thread():
                 del self._running[name]
+                self._freed.set()
 
     def _run_here(self, name: str, detach: threading.Event) -> None:
         try:
