@@ -207,6 +207,7 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--workers", "fork"], "invalid choice: 'fork'"),
         (["serve", "--max-running-tuning-jobs", "0"], "must be a whole number >= 1; got '0'"),
         (["serve", "--max-parallel-jobs", "x"], "must be a whole number >= 1; got 'x'"),
+        (["serve", "--max-parallel-jobs", "\u00b2"], "must be a whole number >= 1; got '\u00b2'"),
         (
             ["--storage", "sqlite://", "serve", "--port", "0"],
             "not an in-memory SQLite database; got 'sqlite://'",

@@ -3,13 +3,16 @@ start in submission order as places free up; a waiting one asked to stop ends at
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.test_resume import definition, wait_for
 from tuner import TuningStatus
+from tuner import service as service_module
 from tuner.errors import ValidationError
 from tuner.launch_policy import LaunchPolicy
-from tuner.service import TuningService, count_from_env
+from tuner.service import NEVER_RAN, TuningService, count_from_env
 from tuner.storage import Store
 
 
@@ -73,18 +76,79 @@ def test_a_place_freed_before_the_next_scan_goes_to_the_oldest_waiting_tuning_jo
         service.shutdown()
 
 
-def test_a_waiting_tuning_job_asked_to_stop_ends_while_the_service_is_full(tmp_path, sqlite_url):
+def test_a_waiting_tuning_job_asked_to_stop_ends_at_once_and_keeps_nobody_out(tmp_path, sqlite_url):
     store = Store(sqlite_url)
     service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2, max_running=1)
     service.start()
     try:
         submitted(service, "long", 2.0, max_jobs=3)
         submitted(service, "waiting", 0.3)
-        service.stop("waiting")
-        wait_for(lambda: ended(store, "waiting"), timeout=30)
-        assert store.get_tuning_job("waiting").status is TuningStatus.STOPPED
-        assert store.list_training_jobs("waiting") == []  # ended, never run
-        assert not ended(store, "long")  # the place was never given up
+        record = service.stop("waiting")
+        assert record.status is TuningStatus.STOPPED  # answered ended, not Stopping
+        assert record.status_reason == NEVER_RAN and record.owner is None
+        assert store.list_training_jobs("waiting") == []
+        assert service.running() == ["long"]  # the place was never given up
+    finally:
+        service.shutdown()
+
+
+def test_tuning_jobs_stopped_while_waiting_are_ended_by_a_scan_without_a_worker_each(
+    tmp_path, sqlite_url
+):
+    """Stopped by another process (``tuner stop`` on the database): a worker each would have
+    started any number of interpreters at once, whatever the bound."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, max_running=1)
+    try:
+        submitted(service, "long", 2.0, max_jobs=3)
+        names = [f"waiting-{i}" for i in range(6)]
+        for name in names:
+            submitted(service, name, 0.1)
+            store.request_stop(name)
+        assert service.scan() == []
+        assert service.running() == ["long"]
+        for name in names:
+            record = store.get_tuning_job(name)
+            assert (record.status, record.status_reason) == (TuningStatus.STOPPED, NEVER_RAN)
+    finally:
+        service.shutdown()
+
+
+def test_a_waiting_tuning_job_the_policy_now_refuses_neither_blocks_others_nor_resists_a_stop(
+    tmp_path, sqlite_url
+):
+    """Accepted before a restart with a narrower policy: it is not taken, later ones run."""
+    store = Store(sqlite_url)
+    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
+    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    policy = LaunchPolicy(max_parallel_jobs=10)
+    service = TuningService(store, tmp_path / "runs", 60, policy=policy, max_running=4)
+    try:
+        assert service.scan() == []  # refused, said once in the log
+        submitted(service, "fresh", 0.1)
+        assert service.running() == ["fresh"]  # not held behind the refused one
+        assert service.stop("wide").status is TuningStatus.STOPPED
+    finally:
+        service.shutdown()
+
+
+def test_a_submit_does_not_wait_behind_a_scan_that_holds_the_start(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """A scan riding out a database outage holds the start for up to 120 s: a submit records
+    its tuning job and leaves the start to the scanner instead of waiting with it."""
+    monkeypatch.setattr(service_module, "SUBMIT_WAIT", 0.2)
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=60, max_running=2)
+    service.start()
+    try:
+        with service._launching:  # a scan under way
+            began = time.monotonic()
+            submitted(service, "quick", 0.1)
+            assert time.monotonic() - began < 5
+            assert store.get_tuning_job("quick").owner is None  # recorded, waiting
+        wait_for(lambda: ended(store, "quick"), timeout=60)  # the woken scanner started it
+        assert store.get_tuning_job("quick").status is TuningStatus.COMPLETED
     finally:
         service.shutdown()
 
@@ -93,7 +157,7 @@ def test_a_scan_takes_tuning_jobs_nobody_runs_only_up_to_max_running(tmp_path, s
     """Left by a service that died, or waiting for a place: the oldest are taken first."""
     store = Store(sqlite_url)
     for name in ("older", "newer"):
-        body = definition(tmp_path, 2.0, max_jobs=2, max_parallel_jobs=1)
+        body = definition(tmp_path, 0.3, max_jobs=1, max_parallel_jobs=1)
         store.create_tuning_job(name, body.model_copy(update={"name": name}).to_json())
     service = TuningService(store, tmp_path / "runs", 60, max_running=1)
     try:
@@ -102,7 +166,6 @@ def test_a_scan_takes_tuning_jobs_nobody_runs_only_up_to_max_running(tmp_path, s
         assert store.get_tuning_job("newer").owner is None
     finally:
         service.shutdown()
-    assert TuningService(store, tmp_path / "runs", 60, max_running=1).max_running == 1
     with pytest.raises(ValueError, match="max_running must be at least 1"):
         TuningService(store, tmp_path / "runs", max_running=0)
 
@@ -122,7 +185,7 @@ def test_max_parallel_jobs_above_the_policys_limit_is_refused_and_nothing_stored
     policy.check_definition(wide.model_copy(update={"max_parallel_jobs": 4}))
 
 
-@pytest.mark.parametrize("raw", ["0", "-3", "many", "2.5"])
+@pytest.mark.parametrize("raw", ["0", "-3", "many", "2.5", "1_0", "+3", "\u00b2"])
 def test_a_bad_count_in_the_environment_names_the_variable_and_value(monkeypatch, raw):
     monkeypatch.setenv("TUNER_MAX_RUNNING_TUNING_JOBS", raw)
     with pytest.raises(ValidationError) as refused:

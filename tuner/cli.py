@@ -537,14 +537,14 @@ def port_number(text: str) -> int:
 
 def count(text: str) -> int:
     """argparse type: a whole number >= 0."""
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
     return int(text)
 
 
 def positive_count(text: str) -> int:
     """argparse type: a whole number >= 1."""
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
     return int(text)
 

@@ -15,7 +15,7 @@ same way at once.
 of 70-230 MB running up to ``max_parallel_jobs`` training jobs): one submitted beyond it, or
 while others wait, is recorded with no lease and waits, InProgress, until a scan of this or
 another service with room takes it, in the order they were submitted. A waiting tuning job
-asked to stop is taken even when the service is full, since all it needs is to be ended.
+asked to stop, never having run, ends Stopped without a worker.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from sqlalchemy.engine import make_url
 from tuner.definition import TuningJobDefinition, check_working_directory
 from tuner.errors import ValidationError
 from tuner.launch_policy import LaunchPolicy
-from tuner.records import TuningJob
+from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
 from tuner.tracking import tracker_for
 from tuner.tuner import default_name, process_owner
@@ -56,6 +56,8 @@ _WORKER = (
     "sys.path[:] = task['path'] if task else sys.path; "
     "from tuner.worker import main; sys.exit(main(task, sys.stdin.buffer))"
 )
+SUBMIT_WAIT = 5.0  # s a submit or stop waits for a scan under way, then leaves it to the scanner
+NEVER_RAN = "stopped on request before any training job started"
 # held back from a worker until ``main`` answers them: one during its start-up killed it with
 # its lease held (a Ctrl-C or a supervisor's SIGTERM right after a submit or a scan)
 _DETACHING = {signal.SIGINT, signal.SIGTERM}
@@ -143,23 +145,34 @@ class TuningService:
         # Failed with an internal error)
         tracker_for(definition, name, store).close(None)
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
-        with self._launching:  # no scan fills the last place between the count and the start
-            # behind any that wait (a place freed since the last scan goes to the oldest)
-            waits = self._full() or bool(store.claimable_tuning_jobs(limit=1))
-            record = store.create_tuning_job(
-                name,
-                definition.to_json(),
-                None if waits else self.owner,
-                self.lease_seconds,
-                warm.to_json() if warm else None,
-            )
-            if not waits:
-                self._launch(name)
-        return record
+        # recorded waiting, on the caller's store: a database that does not answer is an error
+        # at once, not a wait behind a scan that is riding it out (holding ``_launching``)
+        store.create_tuning_job(
+            name, definition.to_json(), None, 0, warm.to_json() if warm else None
+        )
+        if self._launching.acquire(timeout=SUBMIT_WAIT):
+            try:
+                self._start_if_next(name, store)
+            finally:
+                self._launching.release()
+        else:
+            self._freed.set()  # the scanner starts it when it can
+        return store.get_tuning_job(name)
 
     def stop(self, name: str, store: Store | None = None) -> TuningJob:
-        """Ask whichever process runs the tuning job to stop it (``store`` as in ``submit``)."""
-        return (store or self.store).request_stop(name)
+        """Ask whichever process runs the tuning job to stop it (``store`` as in ``submit``);
+        one that waits, never having run a training job, ends Stopped here and now."""
+        store = store or self.store
+        record = store.request_stop(name)
+        if record.status is not TuningStatus.STOPPING or not self._launching.acquire(
+            timeout=SUBMIT_WAIT
+        ):
+            return record
+        try:
+            ended = self._end_if_never_ran(name, store)
+        finally:
+            self._launching.release()
+        return store.get_tuning_job(name) if ended else record
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Leave every tuning job (training jobs keep running) and release the leases; a
@@ -208,26 +221,60 @@ class TuningService:
                 log.exception("scanning for tuning jobs failed")
 
     def scan(self) -> list[str]:
-        """Claim and start the tuning jobs that nobody runs, up to ``max_running`` (those
-        asked to stop first, and beyond it); returns their names."""
+        """Claim and start the tuning jobs that nobody runs, oldest first, up to
+        ``max_running``; returns their names. Of those being stopped, one that never ran a
+        training job is ended here; one that did is started beyond ``max_running`` (it has
+        training jobs to stop, and they ran within a bound before)."""
         taken: list[str] = []
         with self._launching:  # scans never overlap: one claim and one start per tuning job
-            stopping = self.store.claimable_tuning_jobs(stopping_only=True)
-            waiting = [] if self._full() else self.store.claimable_tuning_jobs()
-            for name in stopping + waiting:
+            for name in self.store.claimable_tuning_jobs(stopping_only=True):
                 if self._closing.is_set():
+                    return taken
+                if not self._end_if_never_ran(name, self.store) and self._take(name):
+                    taken.append(name)
+            waiting = [] if self._full() else self.store.claimable_tuning_jobs()
+            for name in waiting:
+                if self._closing.is_set() or self._full():
                     break
-                with self._lock:
-                    if name in self._running or name in taken:
-                        continue
-                if name not in stopping and self._full():
-                    break
-                if not self._allowed(name):
-                    continue
-                claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
-                if claimed and self._launch(name):
+                if self._take(name):
                     taken.append(name)
         return taken
+
+    def _take(self, name: str) -> bool:
+        """Claim and start tuning job ``name`` unless it runs here already or this service's
+        policy refuses it (called holding ``_launching``)."""
+        with self._lock:
+            if name in self._running:
+                return False
+        if not self._allowed(name):
+            return False
+        claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
+        return claimed and self._launch(name)
+
+    def _start_if_next(self, name: str, store: Store) -> None:
+        """Start tuning job ``name``, just recorded, when there is room and no older one waits
+        (called holding ``_launching``); else the scanner is woken to take the oldest."""
+        if self._full():
+            return
+        older = store.claimable_tuning_jobs(limit=len(self._refused) + 1)
+        if [n for n in older if n not in self._refused][:1] != [name]:
+            self._freed.set()
+        elif store.claim_tuning_job(name, self.owner, self.lease_seconds):
+            self._launch(name)
+
+    def _end_if_never_ran(self, name: str, store: Store) -> bool:
+        """End tuning job ``name``, being stopped, Stopped at once when nobody runs it and it
+        never ran a training job: it needs no worker (called holding ``_launching``)."""
+        with self._lock:
+            if name in self._running:
+                return False
+        if not store.claim_tuning_job(name, self.owner, self.lease_seconds):
+            return False  # another process runs it
+        if store.list_training_jobs(name, limit=1):
+            store.release_tuning_job(name, self.owner)
+            return False
+        store.set_tuning_status(name, TuningStatus.STOPPED, NEVER_RAN)
+        return True
 
     def _allowed(self, name: str) -> bool:
         """Whether this service's launch policy allows what the tuning job runs: one created
@@ -352,10 +399,7 @@ def count_from_env(variable: str, default: int) -> int:
     raw = os.environ.get(variable, "").strip()
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
+    value = int(raw) if raw.isascii() and raw.isdigit() else 0
     if value < 1:
         raise ValidationError(f"{variable} must be a whole number of at least 1; got {raw!r}")
     return value

@@ -305,6 +305,16 @@ def test_claimable_tuning_jobs_come_oldest_first_and_those_being_stopped_on_thei
     assert store.claimable_tuning_jobs(stopping_only=True) == []
 
 
+def test_claimable_tuning_jobs_created_in_the_same_instant_come_in_the_order_created(
+    store, monkeypatch
+):
+    monkeypatch.setattr(time, "time", lambda: 1_000_000.0)  # one clock tick for all
+    for name in ("z", "m", "a"):
+        store.create_tuning_job(name, DEFINITION)
+    monkeypatch.undo()
+    assert store.claimable_tuning_jobs() == ["z", "m", "a"]
+
+
 def test_leases_are_exclusive_until_they_expire(store, database_url):
     store.create_tuning_job("t", DEFINITION)
     other = Store(database_url)

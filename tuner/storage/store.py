@@ -500,7 +500,7 @@ class Store:
             select(TuningJobRow.name)
             .where(TuningJobRow.status.in_(active))
             .where(or_(TuningJobRow.owner.is_(None), TuningJobRow.lease_expires < now))
-            .order_by(TuningJobRow.created_at)
+            .order_by(TuningJobRow.created_at, TuningJobRow.id)  # one tick: as created
             .limit(limit)
         )
         with self._session() as session:
