@@ -10,7 +10,7 @@ import pytest
 from tests.test_resume import definition, wait_for
 from tuner import TuningStatus
 from tuner import service as service_module
-from tuner.errors import ValidationError
+from tuner.errors import StoreUnavailable, ValidationError
 from tuner.launch_policy import LaunchPolicy
 from tuner.service import NEVER_RAN, TuningService, count_from_env
 from tuner.storage import Store
@@ -69,9 +69,8 @@ def test_a_place_freed_before_the_next_scan_goes_to_the_oldest_waiting_tuning_jo
         submitted(service, "first", 0.1)
         submitted(service, "second", 0.1)
         wait_for(lambda: service.running() == [], timeout=60)  # "first" ended, no scan yet
-        submitted(service, "third", 0.1)
-        assert service.running() == [] and store.get_tuning_job("third").owner is None
-        assert service.scan() == ["second"]
+        submitted(service, "third", 0.1)  # the older one gets the place
+        assert service.running() == ["second"] and store.get_tuning_job("third").owner is None
     finally:
         service.shutdown()
 
@@ -128,6 +127,66 @@ def test_a_waiting_tuning_job_the_policy_now_refuses_neither_blocks_others_nor_r
         submitted(service, "fresh", 0.1)
         assert service.running() == ["fresh"]  # not held behind the refused one
         assert service.stop("wide").status is TuningStatus.STOPPED
+    finally:
+        service.shutdown()
+
+
+def test_a_refused_tuning_job_with_training_jobs_asked_to_stop_is_taken_to_stop_them(
+    tmp_path, sqlite_url
+):
+    """A worker only stops what runs: the policy (which bounds what is started) does not
+    keep it Stopping forever, claimed and released by every scan."""
+    store = Store(sqlite_url)
+    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
+    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    store.create_training_job("wide", 1, {"x": 0.5})  # recorded, never started
+    store.request_stop("wide")
+    policy = LaunchPolicy(max_parallel_jobs=10)
+    service = TuningService(store, tmp_path / "runs", 60, policy=policy, max_running=1)
+    try:
+        assert service.scan() == ["wide"]
+        wait_for(lambda: ended(store, "wide"), timeout=60)
+        assert store.get_tuning_job("wide").status is TuningStatus.STOPPED
+        assert service.stop("wide").status is TuningStatus.STOPPED
+    finally:
+        service.shutdown()
+
+
+def test_a_service_never_started_takes_the_oldest_itself_so_a_submit_is_not_stranded(
+    tmp_path, sqlite_url
+):
+    """A library's use (``submit`` without ``start``): no scanner would ever come."""
+    store = Store(sqlite_url)
+    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
+    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    service = TuningService(store, tmp_path / "runs", 60, policy=LaunchPolicy(max_parallel_jobs=10))
+    try:
+        submitted(service, "fresh", 0.1)
+        assert service.running() == ["fresh"] and service.worker_pid("fresh") is not None
+    finally:
+        service.shutdown()
+
+
+def test_a_database_that_fails_after_the_record_does_not_make_the_client_submit_twice(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """Told to retry, the client would have got "already exists", or a second job under a
+    new generated name; the recorded tuning job waits for a scan instead."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2)
+    request_store = Store(sqlite_url)
+
+    def away(*args, **kwargs):
+        raise StoreUnavailable("storage did not answer (simulated)")
+
+    monkeypatch.setattr(request_store, "claimable_tuning_jobs", away)
+    service.start()
+    try:
+        body = definition(tmp_path, 0.1, max_jobs=1, max_parallel_jobs=1)
+        record = service.submit(body.model_copy(update={"name": "once"}), request_store)
+        assert record.name == "once" and record.status is TuningStatus.IN_PROGRESS
+        wait_for(lambda: ended(store, "once"), timeout=60)
+        assert store.get_tuning_job("once").status is TuningStatus.COMPLETED
     finally:
         service.shutdown()
 

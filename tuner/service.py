@@ -37,7 +37,7 @@ from typing import IO, Literal, cast
 from sqlalchemy.engine import make_url
 
 from tuner.definition import TuningJobDefinition, check_working_directory
-from tuner.errors import ValidationError
+from tuner.errors import StorageError, ValidationError
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
@@ -147,17 +147,22 @@ class TuningService:
         warm = resolve(store, definition)  # parents checked: a refusal stores nothing
         # recorded waiting, on the caller's store: a database that does not answer is an error
         # at once, not a wait behind a scan that is riding it out (holding ``_launching``)
-        store.create_tuning_job(
+        record = store.create_tuning_job(
             name, definition.to_json(), None, 0, warm.to_json() if warm else None
         )
-        if self._launching.acquire(timeout=SUBMIT_WAIT):
-            try:
-                self._start_if_next(name, store)
-            finally:
-                self._launching.release()
-        else:
-            self._freed.set()  # the scanner starts it when it can
-        return store.get_tuning_job(name)
+        try:
+            if self._launching.acquire(timeout=SUBMIT_WAIT):
+                try:
+                    self._start_if_next(name, store)
+                finally:
+                    self._launching.release()
+            else:
+                self._freed.set()  # the scanner starts it when it can
+            return store.get_tuning_job(name)
+        except StorageError as exc:  # recorded: an error now would have the client submit twice
+            log.warning("tuning job %s waits for a scan to start it: %s", name, exc)
+            self._freed.set()
+            return record
 
     def stop(self, name: str, store: Store | None = None) -> TuningJob:
         """Ask whichever process runs the tuning job to stop it (``store`` as in ``submit``);
@@ -169,10 +174,10 @@ class TuningService:
         ):
             return record
         try:
-            ended = self._end_if_never_ran(name, store)
+            self._end_if_never_ran(name, store)
         finally:
             self._launching.release()
-        return store.get_tuning_job(name) if ended else record
+        return store.get_tuning_job(name)  # ended here, or meanwhile by another process
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Leave every tuning job (training jobs keep running) and release the leases; a
@@ -225,28 +230,33 @@ class TuningService:
         ``max_running``; returns their names. Of those being stopped, one that never ran a
         training job is ended here; one that did is started beyond ``max_running`` (it has
         training jobs to stop, and they ran within a bound before)."""
-        taken: list[str] = []
         with self._launching:  # scans never overlap: one claim and one start per tuning job
-            for name in self.store.claimable_tuning_jobs(stopping_only=True):
-                if self._closing.is_set():
-                    return taken
-                if not self._end_if_never_ran(name, self.store) and self._take(name):
-                    taken.append(name)
-            waiting = [] if self._full() else self.store.claimable_tuning_jobs()
-            for name in waiting:
-                if self._closing.is_set() or self._full():
-                    break
-                if self._take(name):
-                    taken.append(name)
+            return self._scan_holding_the_start()
+
+    def _scan_holding_the_start(self) -> list[str]:
+        """``scan``, called holding ``_launching``. A tuning job being stopped is taken
+        whatever the launch policy: its worker only stops what runs, it starts nothing."""
+        taken: list[str] = []
+        for name in self.store.claimable_tuning_jobs(stopping_only=True):
+            if self._closing.is_set():
+                return taken
+            if not self._end_if_never_ran(name, self.store) and self._take(name, stopping=True):
+                taken.append(name)
+        waiting = [] if self._full() else self.store.claimable_tuning_jobs()
+        for name in waiting:
+            if self._closing.is_set() or self._full():
+                break
+            if self._take(name):
+                taken.append(name)
         return taken
 
-    def _take(self, name: str) -> bool:
-        """Claim and start tuning job ``name`` unless it runs here already or this service's
-        policy refuses it (called holding ``_launching``)."""
+    def _take(self, name: str, stopping: bool = False) -> bool:
+        """Claim and start tuning job ``name`` unless it runs here already or (unless it is
+        being stopped) this service's policy refuses it (called holding ``_launching``)."""
         with self._lock:
             if name in self._running:
                 return False
-        if not self._allowed(name):
+        if not stopping and not self._allowed(name):
             return False
         claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
         return claimed and self._launch(name)
@@ -257,10 +267,13 @@ class TuningService:
         if self._full():
             return
         older = store.claimable_tuning_jobs(limit=len(self._refused) + 1)
-        if [n for n in older if n not in self._refused][:1] != [name]:
+        if [n for n in older if n not in self._refused][:1] == [name]:
+            if store.claim_tuning_job(name, self.owner, self.lease_seconds):
+                self._launch(name)
+        elif self._scanner is None:  # not started (a library's use): scan here, oldest first
+            self._scan_holding_the_start()
+        else:
             self._freed.set()
-        elif store.claim_tuning_job(name, self.owner, self.lease_seconds):
-            self._launch(name)
 
     def _end_if_never_ran(self, name: str, store: Store) -> bool:
         """End tuning job ``name``, being stopped, Stopped at once when nobody runs it and it
