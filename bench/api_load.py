@@ -68,6 +68,15 @@ def start_server(
         time.sleep(0.1)
 
 
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C a ``start_server`` service and wait for it (killed after 60 s)."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def load(url: str, paths: list[str], clients: int, seconds: float) -> tuple[float, np.ndarray]:
     latencies: list[float] = []
     lock = threading.Lock()

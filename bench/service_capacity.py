@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import signal
 import sys
 import tempfile
 import threading
@@ -27,7 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.api_load import TOKEN, start_server
+from bench.api_load import TOKEN, start_server, stop_server
 from tuner.storage import Store
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -112,11 +111,7 @@ def measure(cap: int, args: argparse.Namespace) -> dict[str, float]:
             done.set()
             sampler.join()
             store.close()
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(60)
-            except Exception:
-                process.kill()
+            stop_server(process)
     return {"workers": peaks["workers"], "mb": peaks["rss"] / 1024, "seconds": seconds}
 
 

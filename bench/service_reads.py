@@ -18,7 +18,6 @@ import argparse
 import os
 import platform
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -29,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.api_load import TOKEN, start_server
+from bench.api_load import TOKEN, start_server, stop_server
 from bench.dashboard_load import NAME, fill
 from tuner.storage import Store
 
@@ -98,11 +97,7 @@ def measure(workers: str, jobs: int, clients: int, seconds: float) -> dict[str, 
             httpx.post(f"{base}/tuning-jobs/busy/stop", headers=HEADERS).raise_for_status()
         finally:
             store.close()
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(60)
-            except Exception:
-                process.kill()
+            stop_server(process)
     return {"alone": alone, "loaded": loaded, "reads": reads}
 
 

@@ -25,6 +25,13 @@ def ended(store: Store, name: str) -> bool:
     return store.get_tuning_job(name).status.terminal
 
 
+def stored_too_wide(store: Store, tmp_path) -> None:
+    """Tuning job "wide" (40 parallel jobs), waiting, as a service with a wider policy (or
+    ``tuner run``) left it: more than ``LaunchPolicy(max_parallel_jobs=10)`` allows."""
+    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
+    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+
+
 def test_tuning_jobs_beyond_max_running_wait_and_start_in_submission_order(tmp_path, sqlite_url):
     store = Store(sqlite_url)
     service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2, max_running=1)
@@ -118,8 +125,7 @@ def test_a_waiting_tuning_job_the_policy_now_refuses_neither_blocks_others_nor_r
 ):
     """Accepted before a restart with a narrower policy: it is not taken, later ones run."""
     store = Store(sqlite_url)
-    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
-    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    stored_too_wide(store, tmp_path)
     policy = LaunchPolicy(max_parallel_jobs=10)
     service = TuningService(store, tmp_path / "runs", 60, policy=policy, max_running=4)
     try:
@@ -137,8 +143,7 @@ def test_a_refused_tuning_job_with_training_jobs_asked_to_stop_is_taken_to_stop_
     """A worker only stops what runs: the policy (which bounds what is started) does not
     keep it Stopping forever, claimed and released by every scan."""
     store = Store(sqlite_url)
-    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
-    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    stored_too_wide(store, tmp_path)
     store.create_training_job("wide", 1, {"x": 0.5})  # recorded, never started
     store.request_stop("wide")
     policy = LaunchPolicy(max_parallel_jobs=10)
@@ -157,8 +162,7 @@ def test_a_service_never_started_takes_the_oldest_itself_so_a_submit_is_not_stra
 ):
     """A library's use (``submit`` without ``start``): no scanner would ever come."""
     store = Store(sqlite_url)
-    wide = definition(tmp_path, 0.1, max_jobs=40, max_parallel_jobs=40)
-    store.create_tuning_job("wide", wide.model_copy(update={"name": "wide"}).to_json())
+    stored_too_wide(store, tmp_path)
     service = TuningService(store, tmp_path / "runs", 60, policy=LaunchPolicy(max_parallel_jobs=10))
     try:
         submitted(service, "fresh", 0.1)
