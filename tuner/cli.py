@@ -33,7 +33,7 @@ from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
 from tuner.summary import objective_text
-from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds
+from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds, positive_whole
 
 
 def _when(seconds: float | None) -> str:
@@ -544,9 +544,10 @@ def count(text: str) -> int:
 
 def positive_count(text: str) -> int:
     """argparse type: a whole number >= 1."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+    value = positive_whole(text)
+    if value is None:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
-    return int(text)
+    return value
 
 
 def seconds(text: str) -> float:

@@ -42,7 +42,7 @@ from tuner.launch_policy import LaunchPolicy
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
 from tuner.tracking import tracker_for
-from tuner.tuner import default_name, process_owner
+from tuner.tuner import default_name, positive_whole, process_owner
 from tuner.warm_start import resolve
 from tuner.worker import run_tuning_job
 
@@ -412,8 +412,8 @@ def count_from_env(variable: str, default: int) -> int:
     raw = os.environ.get(variable, "").strip()
     if not raw:
         return default
-    value = int(raw) if raw.isascii() and raw.isdigit() else 0
-    if value < 1:
+    value = positive_whole(raw)
+    if value is None:
         raise ValidationError(f"{variable} must be a whole number of at least 1; got {raw!r}")
     return value
 

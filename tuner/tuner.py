@@ -82,6 +82,12 @@ def positive_seconds(text: str) -> float | None:
     return value if 0 < value < math.inf else None
 
 
+def positive_whole(text: str) -> int | None:
+    """``text`` as a whole number >= 1 in ASCII digits, or None when it is not one."""
+    value = int(text) if text.isascii() and text.isdigit() else 0
+    return value if value >= 1 else None
+
+
 def default_name(prefix: str = "tuning") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
