@@ -34,10 +34,10 @@ from starlette.routing import Match
 
 from api import schemas
 from api.dashboard import add_pages, data_router
-from api.sagemaker import from_sagemaker, is_sagemaker_request
+from api.sagemaker import from_sagemaker, in_sagemaker_terms, is_sagemaker_request
 from api.settings import Settings
 from tuner.definition import MAX_NESTING, TuningJobDefinition
-from tuner.errors import NotFoundError, StoreUnavailable, TunerError
+from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
 from tuner.records import TrainingStatus, TuningJob, TuningStatus
@@ -323,8 +323,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def create_tuning_job(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
         """Create and start a tuning job from our definition (the YAML's content as JSON) or
         from SageMaker's CreateHyperParameterTuningJob request shape."""
-        data = from_sagemaker(body) if is_sagemaker_request(body) else body
-        record = service.submit(TuningJobDefinition.parse(data), store)  # 503 at once if down
+        sagemaker = is_sagemaker_request(body)
+        try:
+            data = from_sagemaker(body) if sagemaker else body
+            record = service.submit(TuningJobDefinition.parse(data), store)  # 503 if down
+        except ValidationError as exc:  # refused in the field names the client sent
+            if not sagemaker:
+                raise
+            raise ValidationError(in_sagemaker_terms(str(exc))) from None
         return describe(store.get_tuning_job(record.name), [])
 
     @api.get("/tuning-jobs", response_model=schemas.TuningJobPage, tags=["tuning jobs"])

@@ -15,7 +15,8 @@ SageMaker's fields (roles, VPC, S3 channels, instance types) are accepted and ig
 SageMaker does not have (a misspelt key) is refused naming it and the fields SageMaker has
 there, and so are the features it has that we do not (``AlgorithmName``, ``AutoParameters``,
 ``TrainingJobDefinitions``, ``Autotune``, ``CompleteOnConvergence: Enabled``), so that no
-setting is silently dropped. A missing or malformed part raises ``ValidationError`` naming it.
+setting is silently dropped. A missing or malformed part raises ``ValidationError`` naming it;
+``in_sagemaker_terms`` renames our fields in a refusal of the translated definition.
 ``BestObjectiveNotImproving`` counts, as SageMaker does, jobs that did not improve the best by
 1% or more (``min_relative_improvement: 0.01``).
 """
@@ -374,3 +375,87 @@ def _warm_start(config: Mapping[str, Any]) -> dict[str, Any]:
             )
         names.append(name)
     return {"parents": names, "type": config.get("WarmStartType")}
+
+
+# Our definition's field names -> the SageMaker request's, for refusals of a request sent in
+# SageMaker's shape (the definition is checked after translation, in our names).
+_CONFIG = "HyperParameterTuningJobConfig"
+_TRAINING = "TrainingJobDefinition"
+SAGEMAKER_NAMES = {
+    "job_definition.max_runtime": f"{_TRAINING}.StoppingCondition.MaxRuntimeInSeconds",
+    "job_definition.environment": f"{_TRAINING}.Environment",
+    "job_definition.static_hyperparameters": f"{_TRAINING}.StaticHyperParameters",
+    "job_definition.command": f"{_TRAINING}.AlgorithmSpecification.ContainerEntrypoint",
+    "job_definition.image": f"{_TRAINING}.AlgorithmSpecification.TrainingImage",
+    "job_definition": _TRAINING,
+    "static_hyperparameters": f"{_TRAINING}.StaticHyperParameters",
+    "metric_definitions": f"{_TRAINING}.AlgorithmSpecification.MetricDefinitions",
+    "max_jobs_without_improvement": f"{_CONFIG}.TuningJobCompletionCriteria."
+    "BestObjectiveNotImproving.MaxNumberOfTrainingJobsNotImproving",
+    "target_objective_value": f"{_CONFIG}.TuningJobCompletionCriteria.TargetObjectiveMetricValue",
+    "max_parallel_jobs": f"{_CONFIG}.ResourceLimits.MaxParallelTrainingJobs",
+    "max_jobs": f"{_CONFIG}.ResourceLimits.MaxNumberOfTrainingJobs",
+    "max_tuning_runtime": f"{_CONFIG}.ResourceLimits.MaxRuntimeInSeconds",
+    "objective_type": f"{_CONFIG}.HyperParameterTuningJobObjective.Type",
+    "objective_metric_name": f"{_CONFIG}.HyperParameterTuningJobObjective.MetricName",
+    "hyperparameter_ranges": f"{_CONFIG}.ParameterRanges",
+    "early_stopping_type": f"{_CONFIG}.TrainingJobEarlyStoppingType",
+    "random_seed": f"{_CONFIG}.RandomSeed",
+    "strategy_config.min_resource": f"{_CONFIG}.StrategyConfig.HyperbandStrategyConfig.MinResource",
+    "strategy_config.max_resource": f"{_CONFIG}.StrategyConfig.HyperbandStrategyConfig.MaxResource",
+    "strategy_config": f"{_CONFIG}.StrategyConfig.HyperbandStrategyConfig",
+    "warm_start_config.parents": "WarmStartConfig.ParentHyperParameterTuningJobs",
+    "warm_start_config.type": "WarmStartConfig.WarmStartType",
+    "warm_start_config": "WarmStartConfig",
+    "min_resource": "MinResource",
+    "max_resource": "MaxResource",
+    "min_value": "MinValue",
+    "max_value": "MaxValue",
+    "scaling_type": "ScalingType",
+}
+# Names without an underscore are prose words too: renamed only where they open a line.
+SAGEMAKER_LINE_NAMES = {
+    "name": "HyperParameterTuningJobName",
+    "strategy": f"{_CONFIG}.Strategy",
+    "tags": "Tags",
+}
+_OUR_NAME = re.compile(
+    r"(?<![\w.])(" + "|".join(re.escape(k) for k in SAGEMAKER_NAMES) + r")(?![\w])"
+)
+# A quote opens only after a non-word character: the apostrophe of "service's" opens nothing.
+_QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")
+_LOCATION = re.compile(r"^(\s*)([\w.]+): ")
+
+
+def in_sagemaker_terms(message: str) -> str:
+    """A refusal of a definition read from a SageMaker request, in that request's field names:
+    ours (``SAGEMAKER_NAMES``; ``SAGEMAKER_LINE_NAMES`` where they open a line) become SageMaker's
+    paths. Quoted text (values, names) and the range name after ``hyperparameter_ranges: `` are
+    kept as they are, so a hyperparameter called ``max_value`` keeps its name."""
+    return "\n".join(_line_in_sagemaker_terms(line) for line in message.split("\n"))
+
+
+def _line_in_sagemaker_terms(line: str) -> str:
+    head, rest = "", line
+    location = _LOCATION.match(line)
+    if location:
+        indent, where = location.groups()
+        rest = line[location.end() :]
+        where = SAGEMAKER_LINE_NAMES.get(where, where)
+        head = f"{indent}{_renamed(where, full=True)}: "
+        if location.group(2) == "hyperparameter_ranges" and ": " in rest:
+            range_name, rest = rest.split(": ", 1)
+            head += f"{range_name}: "
+    return head + _renamed(rest, full=False)
+
+
+def _renamed(text: str, full: bool) -> str:
+    """``text`` with our field names outside quotes renamed: to their whole path where ``full``
+    (a line's location), else without the request's top-level object (within a sentence)."""
+
+    def name(match: re.Match[str]) -> str:
+        path = SAGEMAKER_NAMES[match.group(1)]
+        return path if full else re.sub(rf"^(?:{_CONFIG}|{_TRAINING})\.", "", path)
+
+    parts = _QUOTED.split(text)  # odd items are the quoted ones
+    return "".join(part if i % 2 else _OUR_NAME.sub(name, part) for i, part in enumerate(parts))

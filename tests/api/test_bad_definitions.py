@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import httpx
 import pytest
 import yaml
 
+from api.sagemaker import in_sagemaker_terms
 from tests.api.conftest import Server, client, definition
 from tuner import HyperparameterTuner, ValidationError
 from tuner.cli import main
@@ -455,7 +457,8 @@ def test_sagemaker_door(
     response = post(service, to_sagemaker(bad(mutation)))
     assert response.status_code == 400, response.text
     detail = response.json()["detail"]
-    assert any(word in detail for word in words), detail
+    assert any(in_sagemaker_terms(word) in detail for word in words), detail
+    assert not _OURS.search(detail), detail
 
 
 @pytest.mark.parametrize(
@@ -576,7 +579,7 @@ SAGEMAKER_MISTAKES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]
     (
         "no-max-jobs-without-grid",
         lambda r: _config(r)["ResourceLimits"].pop("MaxNumberOfTrainingJobs"),
-        ["max_jobs: required, missing"],
+        ["HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs: required, missing"],
     ),
 ]
 
@@ -593,6 +596,109 @@ def test_sagemaker_fields_it_does_not_have_or_we_lack_are_refused(
     assert response.status_code == 400, response.text
     for word in words:
         assert word in response.json()["detail"]
+
+
+def _in_request(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """A change setting one field of a SageMaker request (``a.b.0.c``: list items by index)."""
+
+    def change(request: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = request
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+        node[last] = value
+
+    return change
+
+
+_X = "HyperParameterTuningJobConfig.ParameterRanges.ContinuousParameterRanges.0"
+# Our definition's field names, none of which a SageMaker client sent.
+_OURS = re.compile(
+    r"\b(max_jobs|max_parallel_jobs|max_tuning_runtime|min_value|max_value|job_definition|"
+    r"objective_metric_name|objective_type|random_seed|early_stopping_type|warm_start_config|"
+    r"hyperparameter_ranges|metric_definitions|max_runtime)\b"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            _in_request("HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs", 0),
+            "HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs: Input should "
+            "be greater than or equal to 1, got 0",
+        ),
+        (
+            _in_request("HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs", 9),
+            "ResourceLimits.MaxParallelTrainingJobs <= ResourceLimits.MaxNumberOfTrainingJobs "
+            "must hold, got ResourceLimits.MaxParallelTrainingJobs=9",
+        ),
+        (
+            _in_request(f"{_X}.MinValue", "2"),
+            "HyperParameterTuningJobConfig.ParameterRanges: x: MinValue < MaxValue must hold, "
+            "got MinValue=2, MaxValue=1",
+        ),
+        (
+            _in_request("TrainingJobDefinition.StoppingCondition.MaxRuntimeInSeconds", 0),
+            "TrainingJobDefinition.StoppingCondition.MaxRuntimeInSeconds: Input should be "
+            "greater than 0, got 0",
+        ),
+        (
+            _in_request(
+                "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.MetricName", "loss"
+            ),
+            "HyperParameterTuningJobObjective.MetricName must be one of the metric definitions "
+            "['accuracy'], got 'loss'",
+        ),
+        (
+            _in_request("HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType", "Always"),
+            "HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType: Input should be 'Auto' "
+            "or 'Off', got 'Always'",
+        ),
+        (
+            _in_request(
+                "WarmStartConfig", {"ParentHyperParameterTuningJobs": [], "WarmStartType": "Both"}
+            ),
+            "WarmStartConfig.WarmStartType: Input should be 'IdenticalDataAndAlgorithm' or "
+            "'TransferLearning', got 'Both'",
+        ),
+    ],
+)
+def test_sagemaker_refusals_name_the_fields_of_the_request(
+    service: httpx.Client, change: Callable[[dict[str, Any]], None], words: str
+) -> None:
+    """A SageMaker client is told which of its own fields broke which rule, not which field of
+    our definition it was translated to (``max_jobs`` for ``MaxNumberOfTrainingJobs``)."""
+    request = to_sagemaker(definition(name="bad-one"))
+    change(request)
+    response = post(service, request)
+    assert response.status_code == 400, response.text
+    detail = response.json()["detail"]
+    assert words in detail
+    assert not _OURS.search(detail), detail
+
+
+def test_a_range_called_like_one_of_our_fields_keeps_its_name(service: httpx.Client) -> None:
+    request = to_sagemaker(definition(name="bad-one"))
+    _in_request(f"{_X}.Name", "max_value")(request)
+    _in_request(f"{_X}.MinValue", "2")(request)
+    response = post(service, request)
+    assert response.status_code == 400, response.text
+    assert "ParameterRanges: max_value: MinValue < MaxValue must hold" in response.json()["detail"]
+
+
+def test_in_sagemaker_terms_keeps_quoted_text_and_prose() -> None:
+    message = (
+        "invalid tuning job definition:\n  definition: got ['max_jobs'] in both\n"
+        "  strategy: strategy must be one of ['Random'], got 'x'\n"
+        "job_definition.docker_host: the service's own engine runs max_jobs"
+    )
+    assert in_sagemaker_terms(message) == (
+        "invalid tuning job definition:\n  definition: got ['max_jobs'] in both\n"
+        "  HyperParameterTuningJobConfig.Strategy: strategy must be one of ['Random'], got 'x'\n"
+        "TrainingJobDefinition.docker_host: the service's own engine runs "
+        "ResourceLimits.MaxNumberOfTrainingJobs"
+    )
 
 
 def test_a_definition_nested_600_deep_gets_a_400_not_a_500(service: httpx.Client) -> None:
@@ -624,7 +730,9 @@ def test_a_service_refuses_more_parallel_jobs_than_its_operator_allows(
         response = post(service, request)
         assert response.status_code == 400, response.text
         detail = response.json()["detail"]
-        assert "max_parallel_jobs must be at most 100" in detail and "got 101" in detail
+        assert "got 101" in detail
+    assert "max_parallel_jobs must be at most 100" in post(service, body).json()["detail"]
+    assert "ResourceLimits.MaxParallelTrainingJobs must be at most 100" in detail
 
 
 def test_launch_policy_allows_what_the_operator_named() -> None:

@@ -481,8 +481,8 @@ BAD = [
         "HyperParameterTuningJobConfig.ResourceLimits is required",
     ),
     ({}, 400, "job_definition: required, missing"),
-    (sagemaker_hyperband("9", "9"), 400, "min_resource < max_resource, got min_resource=9"),
-    (sagemaker_hyperband("1", "27"), 400, "max_resource must equal the static epochs"),
+    (sagemaker_hyperband("9", "9"), 400, "MinResource < MaxResource, got MinResource=9"),
+    (sagemaker_hyperband("1", "27"), 400, "MaxResource must equal the static epochs"),
 ]
 
 
