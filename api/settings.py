@@ -43,13 +43,14 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         """TUNER_API_TOKEN (generated when unset), TUNER_DATABASE_URL, TUNER_RUNS_DIR,
-        TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS, TUNER_ALLOWED_IMAGES (both separated by
-        os.pathsep), TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: URLs hold ':'),
+        TUNER_LEASE_SECONDS, TUNER_ALLOWED_PROGRAMS (separated by os.pathsep),
+        TUNER_ALLOWED_IMAGES and TUNER_ALLOWED_DOCKER_HOSTS (separated by spaces: image tags and
+        URLs hold ':'),
         TUNER_WORKERS (``process`` or ``thread``), TUNER_MAX_RUNNING_TUNING_JOBS,
         TUNER_MAX_PARALLEL_JOBS."""
         env = os.environ
         allowed = tuple(p for p in env.get("TUNER_ALLOWED_PROGRAMS", "").split(os.pathsep) if p)
-        images = tuple(p for p in env.get("TUNER_ALLOWED_IMAGES", "").split(os.pathsep) if p)
+        images = tuple(env.get("TUNER_ALLOWED_IMAGES", "").split())
         hosts = tuple(env.get("TUNER_ALLOWED_DOCKER_HOSTS", "").split())
         return cls(
             token=env.get("TUNER_API_TOKEN") or secrets.token_urlsafe(24),

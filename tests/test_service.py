@@ -250,6 +250,9 @@ def test_the_workers_setting_reaches_the_service(tmp_path, sqlite_url, monkeypat
 
     monkeypatch.setenv("TUNER_WORKERS", "thread")
     assert Settings.from_env().workers == "thread"
+    # An image's tag holds ':' (os.pathsep here): "repo:1.0" was read as two images.
+    monkeypatch.setenv("TUNER_ALLOWED_IMAGES", "repo:1.0  registry:5000/team/train@sha256:ab")
+    assert Settings.from_env().allowed_images == ("repo:1.0", "registry:5000/team/train@sha256:ab")
     settings = Settings(token="t", database_url=sqlite_url, runs_dir=str(tmp_path / "runs"))
     assert create_app(settings).state.service.workers == "process"  # the default
     threads = Settings(**{**settings.__dict__, "workers": "thread"})

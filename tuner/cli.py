@@ -485,7 +485,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.allow_program:
         os.environ["TUNER_ALLOWED_PROGRAMS"] = os.pathsep.join(args.allow_program)
     if args.allow_image:
-        os.environ["TUNER_ALLOWED_IMAGES"] = os.pathsep.join(args.allow_image)
+        os.environ["TUNER_ALLOWED_IMAGES"] = " ".join(args.allow_image)  # tags hold ':'
     if args.allow_docker_host:
         os.environ["TUNER_ALLOWED_DOCKER_HOSTS"] = " ".join(args.allow_docker_host)
     if args.lease_seconds is not None:
