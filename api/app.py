@@ -35,6 +35,7 @@ from starlette.routing import Match
 from api import schemas
 from api.dashboard import add_pages, data_router
 from api.sagemaker import from_sagemaker, in_sagemaker_terms, is_sagemaker_request
+from api.sagemaker_protocol import sagemaker_router
 from api.settings import Settings
 from tuner.definition import MAX_NESTING, TuningJobDefinition
 from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
@@ -489,5 +490,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(authorize)],
         responses=ERRORS,
     )
+    app.include_router(sagemaker_router(store, service, settings.token))
     add_pages(app)
     return app

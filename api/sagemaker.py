@@ -243,8 +243,9 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(arguments, list):
             raise ValidationError(f"ContainerArguments must be a list, got {arguments!r:.100}")
         job["command"] = entrypoint + arguments
-    else:
+    else:  # SageMaker runs the image: so does Docker
         job["image"] = _get(body, "TrainingJobDefinition.AlgorithmSpecification.TrainingImage")
+        job["launcher"] = "docker"
     if stopping.get("MaxRuntimeInSeconds") is not None:
         job["max_runtime"] = stopping["MaxRuntimeInSeconds"]
     definition: dict[str, Any] = {
@@ -430,15 +431,18 @@ _LOCATION = re.compile(r"^(\s*)([\w.]+): ")
 def in_sagemaker_terms(message: str) -> str:
     """A refusal of a definition read from a SageMaker request, in that request's field names:
     ours (``SAGEMAKER_NAMES``; ``SAGEMAKER_LINE_NAMES`` where they open a line) become SageMaker's
-    paths. Quoted text (values, names) and the range name after ``hyperparameter_ranges: `` are
-    kept as they are, so a hyperparameter called ``max_value`` keeps its name."""
+    paths, in full where they open a line. Quoted text (values, names) and the range name
+    after ``hyperparameter_ranges: `` are kept, so a hyperparameter ``max_value`` keeps its name."""
     return "\n".join(_line_in_sagemaker_terms(line) for line in message.split("\n"))
 
 
 def _line_in_sagemaker_terms(line: str) -> str:
     head, rest = "", line
     location = _LOCATION.match(line)
-    if location:
+    opening = _OUR_NAME.match(line)
+    if opening and not location:  # "max_parallel_jobs must be ...": the subject in full
+        head, rest = _renamed(opening.group(1), full=True), line[opening.end() :]
+    elif location:
         indent, where = location.groups()
         rest = line[location.end() :]
         where = SAGEMAKER_LINE_NAMES.get(where, where)

@@ -30,6 +30,7 @@ class Server:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # more of the service's environment
 
     @property
     def url(self) -> str:
@@ -41,6 +42,7 @@ class Server:
             "TUNER_API_TOKEN": TOKEN,
             "TUNER_DATABASE_URL": self.database_url,
             "TUNER_ALLOWED_PROGRAMS": sys.executable,
+            **self.env,
         }
         self.log = self.runs_dir.parent / f"server-{self.port}.log"
         self.process = subprocess.Popen(

@@ -1,0 +1,376 @@
+"""SageMaker's own JSON protocol on ``POST /``, so that boto3's SageMaker client works unchanged.
+
+    boto3.client("sagemaker", endpoint_url="http://host:8000", region_name="us-east-1",
+                 aws_access_key_id="tuner", aws_secret_access_key=TUNER_API_TOKEN)
+
+Requests are SageMaker's (``X-Amz-Target: SageMaker.<Operation>``, a JSON body), signed with
+SigV4 using the service's API token as the secret key (``api.sigv4``; a bearer token works too);
+any access key id is accepted. Operations: ``CreateHyperParameterTuningJob`` (the request shape
+``POST /tuning-jobs`` also takes, ``api.sagemaker``), ``DescribeHyperParameterTuningJob``,
+``ListTrainingJobsForHyperParameterTuningJob`` (``StatusEquals``, ``SortBy``, ``SortOrder``,
+``MaxResults``, ``NextToken``) and ``StopHyperParameterTuningJob``; another is refused with
+``UnknownOperationException`` naming these. Errors are SageMaker's: ``ValidationException``
+(the rule and the value, in the request's field names), ``ResourceNotFound``, ``ResourceInUse``
+(a name taken), 503 ``ServiceUnavailable`` while the store is down (boto3 retries it). ARNs
+carry account ``000000000000`` and the signer's region. Times are seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from api.sagemaker import from_sagemaker, in_sagemaker_terms
+from api.sigv4 import SignatureRejected, verify
+from tuner.definition import TuningJobDefinition
+from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
+from tuner.extras import MissingExtra
+from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJob, TuningStatus
+from tuner.service import TuningService
+from tuner.storage import Store
+from tuner.summary import best_of
+
+CONTENT_TYPE = "application/x-amz-json-1.1"
+TARGET_PREFIX = "SageMaker."
+DEFAULT_REGION = "us-east-1"
+ACCOUNT = "000000000000"
+STATUS_EQUALS = ["InProgress", "Completed", "Failed", "Stopping", "Stopped"]
+LIST_MAX_RESULTS = 100
+LIST_DEFAULT_RESULTS = 10
+# SageMaker's SortBy for training jobs -> our store's sort keys.
+TRAINING_SORT = {
+    "Name": "name",
+    "CreationTime": "created",
+    "Status": "status",
+    "FinalObjectiveMetricValue": "objective",
+}
+
+
+class SageMakerError(Exception):
+    """An error answered in SageMaker's shape: ``{"__type": code, "message": ...}``."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code, self.status = code, status
+
+
+def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRouter:
+    """``POST /`` answering SageMaker's operations (see the module contract)."""
+    router = APIRouter(include_in_schema=False)
+    operations: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+        "CreateHyperParameterTuningJob": lambda body, region: _create(body, region),
+        "DescribeHyperParameterTuningJob": lambda body, region: _describe(body, region),
+        "ListTrainingJobsForHyperParameterTuningJob": lambda body, region: _list(body, region),
+        "StopHyperParameterTuningJob": lambda body, _: _stop(body),
+    }
+
+    def _create(body: dict[str, Any], region: str) -> dict[str, Any]:
+        try:
+            definition = TuningJobDefinition.parse(from_sagemaker(body))
+            record = service.submit(definition, store)
+        except ValidationError as exc:
+            message = in_sagemaker_terms(str(exc))
+            taken = "tuning job names must be unique" in message
+            code = "ResourceInUse" if taken else "ValidationException"
+            raise SageMakerError(code, message) from None
+        return {
+            "HyperParameterTuningJobArn": _arn(region, "hyper-parameter-tuning-job", record.name)
+        }
+
+    def _describe(body: dict[str, Any], region: str) -> dict[str, Any]:
+        record = store.get_tuning_job(_name(body))
+        return describe_tuning_job(record, store.list_training_jobs(record.name), region)
+
+    def _list(body: dict[str, Any], region: str) -> dict[str, Any]:
+        name = _name(body)
+        record = store.get_tuning_job(name)  # ResourceNotFound for a tuning job not there
+        status = _choice(body, "StatusEquals", STATUS_EQUALS)
+        sort_by = _choice(body, "SortBy", list(TRAINING_SORT)) or "Name"
+        order = _choice(body, "SortOrder", ["Ascending", "Descending"])
+        limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
+        offset = _next_token(body)
+        descending = None if order is None else order == "Descending"
+        if sort_by != "FinalObjectiveMetricValue" and descending is None:
+            descending = False
+        jobs = (
+            []
+            if status == "Stopping"
+            else store.list_training_jobs(  # none stop for long
+                name,
+                TrainingStatus(status) if status else None,
+                TRAINING_SORT[sort_by],
+                descending,
+                limit + 1,
+                offset,
+            )
+        )
+        answer: dict[str, Any] = {
+            "TrainingJobSummaries": [
+                training_job_summary(j, record.definition, region) for j in jobs[:limit]
+            ]
+        }
+        if len(jobs) > limit:
+            answer["NextToken"] = str(offset + limit)
+        return answer
+
+    def _stop(body: dict[str, Any]) -> dict[str, Any]:
+        service.stop(_name(body), store)
+        return {}
+
+    @router.post("/")
+    async def sagemaker_operation(request: Request) -> JSONResponse:
+        try:
+            raw = await request.body()
+            region = _authorized(request, raw, token)
+            target = request.headers.get("x-amz-target", "")
+            operation = operations.get(target.removeprefix(TARGET_PREFIX))
+            if not target.startswith(TARGET_PREFIX) or operation is None:
+                raise SageMakerError(
+                    "UnknownOperationException",
+                    f"X-Amz-Target must be SageMaker.<operation>, one of {sorted(operations)}, "
+                    f"got {target[:100]!r}",
+                )
+            answer = await run_in_threadpool(operation, _json_object(raw), region)
+            return JSONResponse(answer, media_type=CONTENT_TYPE)
+        except SageMakerError as exc:
+            return _error(exc.code, str(exc), exc.status)
+        except NotFoundError as exc:
+            return _error("ResourceNotFound", str(exc).replace(store.shown_url, "the store"))
+        except StoreUnavailable:
+            return _error("ServiceUnavailable", "the service's store did not answer; retry", 503)
+        except TunerError as exc:
+            return _error("ValidationException", str(exc).replace(store.shown_url, "the store"))
+
+    return router
+
+
+def _authorized(request: Request, body: bytes, token: str) -> str:
+    """The signer's region, for a request signed with the token (or a bearer token)."""
+    header = request.headers.get("authorization", "")
+    if header.startswith("Bearer ") and secrets.compare_digest(
+        header.removeprefix("Bearer ").encode(), token.encode()
+    ):
+        return DEFAULT_REGION
+    try:
+        signer = verify(
+            request.method,
+            request.url.path,
+            request.url.query,
+            dict(request.headers),
+            body,
+            token,
+            "sagemaker",
+        )
+    except SignatureRejected as exc:
+        raise SageMakerError("InvalidSignatureException", str(exc), 403) from None
+    except MissingExtra as exc:  # the operator's to fix: not retried, not the client's fault
+        raise SageMakerError("NotImplemented", str(exc), 501) from None
+    return signer.region
+
+
+def _error(code: str, message: str, status: int = 400) -> JSONResponse:
+    return JSONResponse({"__type": code, "message": message}, status, media_type=CONTENT_TYPE)
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, RecursionError) as exc:
+        raise SageMakerError("SerializationException", f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise SageMakerError(
+            "SerializationException", f"the body must be a JSON object, got {body!r:.80}"
+        )
+    return body
+
+
+def _name(body: dict[str, Any]) -> str:
+    name = body.get("HyperParameterTuningJobName")
+    if not isinstance(name, str) or not name:
+        raise SageMakerError(
+            "ValidationException", f"HyperParameterTuningJobName is required, got {name!r:.80}"
+        )
+    return name
+
+
+def _choice(body: dict[str, Any], field: str, allowed: list[str]) -> str | None:
+    value = body.get(field)
+    if value is not None and value not in allowed:
+        raise SageMakerError(
+            "ValidationException", f"{field} must be one of {allowed}, got {value!r:.80}"
+        )
+    return value
+
+
+def _whole(body: dict[str, Any], field: str, low: int, high: int, default: int) -> int:
+    value = body.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SageMakerError(
+            "ValidationException", f"{field} must be an integer in {low}..{high}, got {value!r:.80}"
+        )
+    return value
+
+
+def _next_token(body: dict[str, Any]) -> int:
+    token = body.get("NextToken")
+    if token is None:
+        return 0
+    if not isinstance(token, str) or not re.fullmatch(r"[0-9]{1,12}", token):
+        raise SageMakerError(
+            "ValidationException", f"NextToken must be one a previous page gave, got {token!r:.80}"
+        )
+    return int(token)
+
+
+def _arn(region: str, kind: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT}:{kind}/{name.lower()}"
+
+
+def describe_tuning_job(record: TuningJob, jobs: list[TrainingJob], region: str) -> dict[str, Any]:
+    """``DescribeHyperParameterTuningJob``'s answer for a tuning job and its training jobs."""
+    definition = record.definition
+    maximize = definition.get("objective_type", "Maximize") == "Maximize"
+    best = best_of(jobs, maximize)
+    failed = sum(j.status is TrainingStatus.FAILED for j in jobs)
+    answer: dict[str, Any] = {
+        "HyperParameterTuningJobName": record.name,
+        "HyperParameterTuningJobArn": _arn(region, "hyper-parameter-tuning-job", record.name),
+        "HyperParameterTuningJobConfig": _config(definition),
+        "TrainingJobDefinition": _training_definition(definition),
+        "HyperParameterTuningJobStatus": record.status.value,
+        "CreationTime": record.created_at,
+        "TrainingJobStatusCounters": {
+            "Completed": sum(j.status is TrainingStatus.COMPLETED for j in jobs),
+            "InProgress": sum(not j.status.terminal for j in jobs),
+            "RetryableError": 0,
+            "NonRetryableError": failed,
+            "Stopped": sum(j.status is TrainingStatus.STOPPED for j in jobs),
+        },
+        "ObjectiveStatusCounters": {
+            s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
+        },
+        "ConsumedResources": {"RuntimeInSeconds": int(sum(j.duration or 0.0 for j in jobs))},
+    }
+    if record.ended_at is not None:
+        answer["HyperParameterTuningEndTime"] = record.ended_at
+    if best is not None:
+        answer["BestTrainingJob"] = training_job_summary(best, definition, region)
+    if record.status is TuningStatus.FAILED and record.status_reason:
+        answer["FailureReason"] = record.status_reason
+    warm = definition.get("warm_start_config")
+    if warm:
+        answer["WarmStartConfig"] = {
+            "ParentHyperParameterTuningJobs": [
+                {"HyperParameterTuningJobName": p} for p in warm["parents"]
+            ],
+            "WarmStartType": warm["type"],
+        }
+    return answer
+
+
+def training_job_summary(
+    job: TrainingJob, definition: dict[str, Any], region: str
+) -> dict[str, Any]:
+    """SageMaker's ``HyperParameterTrainingJobSummary`` of one training job."""
+    summary: dict[str, Any] = {
+        "TrainingJobName": job.name,
+        "TrainingJobArn": _arn(region, "training-job", job.name),
+        "TuningJobName": job.tuning_job_name,
+        "CreationTime": job.created_at,
+        "TrainingJobStatus": "InProgress"
+        if job.status is TrainingStatus.PENDING
+        else job.status.value,
+        "TunedHyperParameters": {
+            k: str(v)
+            for k, v in job.hyperparameters.items()
+            if k in definition["hyperparameter_ranges"]
+        },
+        "ObjectiveStatus": job.objective_status.value,
+    }
+    began = job.running_at if job.running_at is not None else job.started_at
+    if began is not None:
+        summary["TrainingStartTime"] = began
+    if job.ended_at is not None:
+        summary["TrainingEndTime"] = job.ended_at
+    if job.failure_reason:
+        summary["FailureReason"] = job.failure_reason
+    if job.objective is not None and math.isfinite(job.objective):
+        summary["FinalHyperParameterTuningJobObjectiveMetric"] = {
+            "Type": definition.get("objective_type", "Maximize"),
+            "MetricName": definition["objective_metric_name"],
+            "Value": job.objective,
+        }
+    return summary
+
+
+def _config(definition: dict[str, Any]) -> dict[str, Any]:
+    """``HyperParameterTuningJobConfig`` as SageMaker would echo it, from our definition."""
+    limits: dict[str, Any] = {"MaxParallelTrainingJobs": definition["max_parallel_jobs"]}
+    if definition.get("max_jobs") is not None:
+        limits["MaxNumberOfTrainingJobs"] = definition["max_jobs"]
+    if definition.get("max_tuning_runtime") is not None:
+        limits["MaxRuntimeInSeconds"] = int(definition["max_tuning_runtime"])
+    ranges: dict[str, list[dict[str, Any]]] = {
+        "ContinuousParameterRanges": [],
+        "IntegerParameterRanges": [],
+        "CategoricalParameterRanges": [],
+    }
+    for name, spec in definition["hyperparameter_ranges"].items():
+        if spec["type"] == "categorical":
+            values = [str(v) for v in spec["values"]]
+            ranges["CategoricalParameterRanges"].append({"Name": name, "Values": values})
+            continue
+        kind = (
+            "IntegerParameterRanges" if spec["type"] == "integer" else "ContinuousParameterRanges"
+        )
+        ranges[kind].append(
+            {
+                "Name": name,
+                "MinValue": str(spec["min_value"]),
+                "MaxValue": str(spec["max_value"]),
+                "ScalingType": spec.get("scaling_type") or "Auto",
+            }
+        )
+    config: dict[str, Any] = {
+        "Strategy": definition["strategy"],
+        "HyperParameterTuningJobObjective": {
+            "Type": definition.get("objective_type", "Maximize"),
+            "MetricName": definition["objective_metric_name"],
+        },
+        "ResourceLimits": limits,
+        "ParameterRanges": ranges,
+        "TrainingJobEarlyStoppingType": definition.get("early_stopping_type") or "Off",
+    }
+    if definition.get("random_seed") is not None:
+        config["RandomSeed"] = definition["random_seed"]
+    return config
+
+
+def _training_definition(definition: dict[str, Any]) -> dict[str, Any]:
+    """``TrainingJobDefinition`` as SageMaker would echo it, from our definition."""
+    job = definition["job_definition"]
+    algorithm: dict[str, Any] = {
+        "TrainingInputMode": "File",
+        "MetricDefinitions": definition.get("metric_definitions") or [],
+    }
+    if job.get("image"):
+        algorithm["TrainingImage"] = job["image"]
+    if job.get("command"):
+        algorithm["ContainerEntrypoint"] = list(job["command"])
+    answer: dict[str, Any] = {
+        "AlgorithmSpecification": algorithm,
+        "StaticHyperParameters": {
+            k: str(v) for k, v in (job.get("static_hyperparameters") or {}).items()
+        },
+    }
+    if job.get("max_runtime") is not None:
+        answer["StoppingCondition"] = {"MaxRuntimeInSeconds": int(job["max_runtime"])}
+    return answer

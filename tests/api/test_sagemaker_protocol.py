@@ -1,0 +1,363 @@
+"""boto3's own SageMaker client against a real ``tuner serve`` (``api.sagemaker_protocol``).
+
+The client signs with SigV4, the service's token as its secret key; nothing is mocked: the
+requests are botocore's, the answers are parsed by botocore's SageMaker model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from api.sigv4 import SignatureRejected, verify
+from tests.api.conftest import TOKEN, Server
+from tests.conftest import FAKE_TRAIN
+from tests.launchers.conftest import docker_host, docker_image  # noqa: F401 - fixtures
+from tests.launchers.docker_image import PYTHON, build_rootfs
+
+NAME = "boto-job"
+
+
+def sagemaker(server: Server, secret: str = TOKEN) -> Any:
+    return boto3.client(
+        "sagemaker",
+        endpoint_url=server.url,
+        region_name="eu-west-1",
+        aws_access_key_id="tuner",
+        aws_secret_access_key=secret,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def create(server: Server, body: dict[str, Any]) -> httpx.Response:
+    """CreateHyperParameterTuningJob over the same protocol with the bearer token, as curl
+    would send it: boto3's model of a tuning job's ``AlgorithmSpecification`` has no
+    ``ContainerEntrypoint``, so boto3 can only ask for images (Docker, not in this test)."""
+    return httpx.post(
+        f"{server.url}/",
+        content=json.dumps(body),
+        headers={
+            "Authorization": f"Bearer {TOKEN}",
+            "X-Amz-Target": "SageMaker.CreateHyperParameterTuningJob",
+            "Content-Type": "application/x-amz-json-1.1",
+        },
+        timeout=30,
+    )
+
+
+def request(name: str = NAME, jobs: int = 4, sleep: str = "0") -> dict[str, Any]:
+    """A CreateHyperParameterTuningJob request (boto3's keyword arguments)."""
+    return {
+        "HyperParameterTuningJobName": name,
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "RandomSeed": 1,
+            "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "accuracy"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": jobs, "MaxParallelTrainingJobs": 2},
+            "ParameterRanges": {
+                "ContinuousParameterRanges": [
+                    {"Name": "x", "MinValue": "0", "MaxValue": "1", "ScalingType": "Linear"}
+                ],
+                "IntegerParameterRanges": [{"Name": "layers", "MinValue": "1", "MaxValue": "5"}],
+            },
+        },
+        "TrainingJobDefinition": {
+            "AlgorithmSpecification": {
+                "TrainingImage": "unused-with-an-entrypoint",
+                "TrainingInputMode": "File",
+                "MetricDefinitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9\\.]+)"}],
+                "ContainerEntrypoint": [sys.executable, str(FAKE_TRAIN)],
+            },
+            "StaticHyperParameters": {"epochs": "2", "sleep": sleep},
+            "RoleArn": "arn:aws:iam::123456789012:role/unused",
+            "OutputDataConfig": {"S3OutputPath": "s3://unused/output"},
+            "ResourceConfig": {
+                "InstanceType": "ml.g5.xlarge",
+                "InstanceCount": 1,
+                "VolumeSizeInGB": 50,
+            },
+            "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("sagemaker-protocol")
+    s = Server(f"sqlite:///{folder / 'tuner.db'}", folder / "runs").start()
+    yield s
+    s.stop()
+
+
+def wait_ended(client: Any, name: str, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer: dict[str, Any] = client.describe_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName=name
+        )
+        if answer["HyperParameterTuningJobStatus"] in ("Completed", "Failed", "Stopped"):
+            return answer
+        assert time.monotonic() < deadline, answer["HyperParameterTuningJobStatus"]
+        time.sleep(0.3)
+
+
+def test_boto3_creates_describes_and_lists_a_tuning_job(server: Server) -> None:
+    client = sagemaker(server)
+    created = create(server, request())
+    assert created.status_code == 200, created.text
+    assert created.json()["HyperParameterTuningJobArn"] == (
+        "arn:aws:sagemaker:us-east-1:000000000000:hyper-parameter-tuning-job/boto-job"
+    )
+    done = wait_ended(client, NAME)
+    assert done["HyperParameterTuningJobStatus"] == "Completed", done.get("FailureReason")
+    assert done["TrainingJobStatusCounters"] == {
+        "Completed": 4,
+        "InProgress": 0,
+        "RetryableError": 0,
+        "NonRetryableError": 0,
+        "Stopped": 0,
+    }
+    assert done["ObjectiveStatusCounters"] == {"Succeeded": 4, "Pending": 0, "Failed": 0}
+    config = done["HyperParameterTuningJobConfig"]
+    assert config["ResourceLimits"] == {"MaxParallelTrainingJobs": 2, "MaxNumberOfTrainingJobs": 4}
+    assert config["ParameterRanges"]["IntegerParameterRanges"][0]["MaxValue"] == "5"
+    assert done["TrainingJobDefinition"]["StoppingCondition"] == {"MaxRuntimeInSeconds": 600}
+    assert done["CreationTime"] <= done["HyperParameterTuningEndTime"]  # parsed as datetimes
+
+    summaries = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=NAME, MaxResults=100
+    )["TrainingJobSummaries"]
+    assert [s["TrainingJobName"] for s in summaries] == [f"{NAME}-00{i}" for i in range(1, 5)]
+    best = done["BestTrainingJob"]
+    values = [s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] for s in summaries]
+    assert best["FinalHyperParameterTuningJobObjectiveMetric"] == {
+        "Type": "Maximize",
+        "MetricName": "accuracy",
+        "Value": max(values),
+    }
+    assert set(best["TunedHyperParameters"]) == {"x", "layers"}  # the static ones are not tuned
+    assert all(isinstance(v, str) for v in best["TunedHyperParameters"].values())
+
+    by_value = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=NAME, SortBy="FinalObjectiveMetricValue", MaxResults=3
+    )
+    first = [
+        s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
+        for s in by_value["TrainingJobSummaries"]
+    ]
+    assert first == sorted(values, reverse=True)[:3]  # best first, as the objective says
+    rest = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=NAME,
+        SortBy="FinalObjectiveMetricValue",
+        MaxResults=3,
+        NextToken=by_value["NextToken"],
+    )
+    assert len(rest["TrainingJobSummaries"]) == 1 and "NextToken" not in rest
+    failed = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=NAME, StatusEquals="Failed"
+    )
+    assert failed["TrainingJobSummaries"] == []
+
+
+def test_boto3_stops_a_tuning_job(server: Server) -> None:
+    client = sagemaker(server)
+    assert create(server, request("boto-stop", jobs=20, sleep="30")).status_code == 200
+    deadline = time.monotonic() + 60
+    while not client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName="boto-stop", StatusEquals="InProgress"
+    )["TrainingJobSummaries"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert client.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName="boto-stop")
+    done = wait_ended(client, "boto-stop")
+    assert done["HyperParameterTuningJobStatus"] == "Stopped"
+    assert done["TrainingJobStatusCounters"]["Stopped"] >= 1
+    assert done["TrainingJobStatusCounters"]["InProgress"] == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "words"),
+    [
+        (
+            lambda r: r["HyperParameterTuningJobConfig"]["ResourceLimits"].update(
+                MaxParallelTrainingJobs=9
+            ),
+            "ValidationException",
+            "ResourceLimits.MaxParallelTrainingJobs <= ResourceLimits.MaxNumberOfTrainingJobs",
+        ),
+        (
+            lambda r: r["HyperParameterTuningJobConfig"]["ParameterRanges"][
+                "ContinuousParameterRanges"
+            ][0].update(MinValue="2"),
+            "ValidationException",
+            "ParameterRanges: x: MinValue < MaxValue must hold, got MinValue=2",
+        ),
+        (lambda r: r.update(HyperParameterTuningJobName=NAME), "ResourceInUse", f"'{NAME}'"),
+    ],
+)
+def test_create_gets_sagemakers_errors(server: Server, change: Any, code: str, words: str) -> None:
+    if code == "ResourceInUse" and not _exists(sagemaker(server), NAME):
+        assert create(server, request()).status_code == 200
+    body = request("boto-bad")
+    change(body)
+    refused = create(server, body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["__type"] == code
+    assert words in refused.json()["message"]
+    assert not _exists(sagemaker(server), "boto-bad")
+
+
+def test_boto3_validated_image_request_reaches_the_launch_policy(server: Server) -> None:
+    """A request boto3 itself validates (an image, no entrypoint) is read and refused by the
+    service's launch policy (this test service allows one program and no image), in SageMaker's
+    field names."""
+    body = request("boto-image")
+    del body["TrainingJobDefinition"]["AlgorithmSpecification"]["ContainerEntrypoint"]
+    with pytest.raises(ClientError) as refused:
+        sagemaker(server).create_hyper_parameter_tuning_job(**body)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    message = refused.value.response["Error"]["Message"]
+    assert "TrainingJobDefinition.AlgorithmSpecification.TrainingImage must be one of" in message
+    assert "'unused-with-an-entrypoint'" in message
+
+
+def _exists(client: Any, name: str) -> bool:
+    try:
+        client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+    except client.exceptions.ResourceNotFound:
+        return False
+    return True
+
+
+def test_an_unknown_tuning_job_is_resource_not_found(server: Server) -> None:
+    client = sagemaker(server)
+    with pytest.raises(client.exceptions.ResourceNotFound):
+        client.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="never-made")
+    with pytest.raises(client.exceptions.ResourceNotFound):
+        client.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName="never-made")
+
+
+def test_a_wrong_secret_or_no_signature_is_refused(server: Server) -> None:
+    with pytest.raises(ClientError) as refused:
+        sagemaker(server, secret="not-the-token").describe_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName=NAME
+        )
+    assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    target = {"X-Amz-Target": "SageMaker.DescribeHyperParameterTuningJob"}
+    body = json.dumps({"HyperParameterTuningJobName": NAME})
+    unsigned = httpx.post(f"{server.url}/", content=body, headers=target)
+    assert unsigned.status_code == 403
+    assert unsigned.json()["__type"] == "InvalidSignatureException"
+
+
+def test_raw_requests_get_sagemakers_error_shapes(server: Server) -> None:
+    """With the bearer token (curl), an unknown operation and a malformed body are named."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    unknown = httpx.post(
+        f"{server.url}/", content="{}", headers={**headers, "X-Amz-Target": "SageMaker.DeleteModel"}
+    )
+    assert unknown.status_code == 400
+    assert unknown.json()["__type"] == "UnknownOperationException"
+    assert "DescribeHyperParameterTuningJob" in unknown.json()["message"]
+    target = {**headers, "X-Amz-Target": "SageMaker.ListTrainingJobsForHyperParameterTuningJob"}
+    for body, words in [
+        ("[1]", "the body must be a JSON object"),
+        ("{", "the body is not JSON"),
+        ("{}", "HyperParameterTuningJobName is required"),
+        (json.dumps({"HyperParameterTuningJobName": NAME, "MaxResults": 0}), "MaxResults must be"),
+        (json.dumps({"HyperParameterTuningJobName": NAME, "SortBy": "Speed"}), "'Speed'"),
+        (json.dumps({"HyperParameterTuningJobName": NAME, "NextToken": "x"}), "NextToken"),
+    ]:
+        answer = httpx.post(f"{server.url}/", content=body, headers=target)
+        assert answer.status_code == 400, answer.text
+        assert words in answer.json()["message"]
+
+
+def test_verify_refuses_a_changed_body_an_old_signature_and_a_claimed_hash() -> None:
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    body = b'{"HyperParameterTuningJobName": "x"}'
+    signed = AWSRequest("POST", "http://127.0.0.1:8000/", {"X-Amz-Target": "t"}, body)
+    SigV4Auth(Credentials("key", "secret"), "sagemaker", "us-east-1").add_auth(signed)
+    headers = {**dict(signed.headers.items()), "Host": "127.0.0.1:8000"}
+    assert verify("POST", "/", "", headers, body, "secret", "sagemaker").region == "us-east-1"
+    for args, words in [
+        ((headers, body + b" ", "secret"), "does not match"),
+        ((headers, body, "other"), "does not match"),
+        (({**headers, "X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"}, body, "secret"), "hash"),
+    ]:
+        with pytest.raises(SignatureRejected, match=words):
+            verify("POST", "/", "", args[0], args[1], args[2], "sagemaker")
+    with pytest.raises(SignatureRejected, match="15 minutes"):
+        verify("POST", "/", "", headers, body, "secret", "sagemaker", now=time.time() + 3600)
+    with pytest.raises(SignatureRejected, match="for 'sagemaker', not 's3'"):
+        verify("POST", "/", "", headers, body, "secret", "s3")
+
+
+TRAINING_IMAGE = "tuner-test-sagemaker:latest"
+
+
+def sagemaker_image(host: str, folder: Path) -> str:
+    """The test Python image with ``fake_train.py`` as its entrypoint, as a SageMaker training
+    image runs its own program: the job's argv holds only the hyperparameters."""
+    import docker
+
+    client = docker.DockerClient(base_url=host)
+    try:
+        tarball = build_rootfs(folder / "rootfs.tar")
+        with tarfile.open(tarball, "a") as tar:
+            tar.add(FAKE_TRAIN, "opt/ml/code/train.py")
+        repository, _, tag = TRAINING_IMAGE.partition(":")
+        entrypoint = json.dumps([PYTHON, "/opt/ml/code/train.py"])
+        client.api.import_image_from_file(
+            str(tarball), repository=repository, tag=tag, changes=[f"ENTRYPOINT {entrypoint}"]
+        )
+    finally:
+        client.close()
+    return TRAINING_IMAGE
+
+
+def test_boto3_runs_a_sagemaker_request_unchanged_on_docker(
+    tmp_path: Path,
+    docker_host: str,  # noqa: F811 - the fixture
+    docker_image: str,  # noqa: F811 - the fixture: the engine holds the Python image
+) -> None:
+    """SageMaker's own flow with boto3 alone: a TrainingImage (no entrypoint, so boto3
+    validates the request against its model), run by the service's Docker engine."""
+    image = sagemaker_image(docker_host, tmp_path)
+    server = Server(
+        f"sqlite:///{tmp_path / 'tuner.db'}",
+        tmp_path / "runs",
+        env={"DOCKER_HOST": docker_host, "TUNER_ALLOWED_IMAGES": image},
+    ).start()
+    try:
+        client = sagemaker(server)
+        body = request("boto-docker", jobs=3)
+        algorithm = body["TrainingJobDefinition"]["AlgorithmSpecification"]
+        del algorithm["ContainerEntrypoint"]
+        algorithm["TrainingImage"] = image
+        arn = client.create_hyper_parameter_tuning_job(**body)["HyperParameterTuningJobArn"]
+        assert arn.endswith(":hyper-parameter-tuning-job/boto-docker")
+        done = wait_ended(client, "boto-docker", timeout=180)
+        assert done["HyperParameterTuningJobStatus"] == "Completed", done.get("FailureReason")
+        assert done["TrainingJobStatusCounters"]["Completed"] == 3
+        best = done["BestTrainingJob"]
+        x = float(best["TunedHyperParameters"]["x"])
+        value = best["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
+        assert value == pytest.approx(1 - (x - 0.3) ** 2 - 0.01, abs=1e-4)  # y at 0.5
+    finally:
+        server.stop()
