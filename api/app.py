@@ -249,8 +249,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def detail(exc: TunerError) -> str:
         """The error for a client: the store's URL (a server path, a database host and user)
-        is the operator's, not the client's."""
-        return str(exc).replace(store.shown_url, "the service's store")
+        is the operator's, not the client's. Text UTF-8 cannot hold (a lone surrogate echoed
+        from the request) is escaped: it was a 500."""
+        text = str(exc).replace(store.shown_url, "the service's store")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
     @app.exception_handler(NotFoundError)
     async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:

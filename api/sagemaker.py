@@ -420,12 +420,14 @@ SAGEMAKER_LINE_NAMES = {
     "strategy": f"{_CONFIG}.Strategy",
     "tags": "Tags",
 }
+# A name of ours stands alone: not inside a user's key such as "my-random_seed".
 _OUR_NAME = re.compile(
-    r"(?<![\w.])(" + "|".join(re.escape(k) for k in SAGEMAKER_NAMES) + r")(?![\w])"
+    r"(?<![\w.-])(" + "|".join(re.escape(k) for k in SAGEMAKER_NAMES) + r")(?![\w-])"
 )
 # A quote opens only after a non-word character: the apostrophe of "service's" opens nothing.
-_QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")
-_LOCATION = re.compile(r"^(\s*)([\w.]+): ")
+# A value cut short (``{value!r:.100}``) loses its closing quote: it runs to the line's end.
+_QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*(?:'|$)|(?<!\w)"(?:[^"\\]|\\.)*(?:"|$))""")
+_LOCATION = re.compile(r"^(\s*)([\w.\[\]-]+): ")
 
 
 def in_sagemaker_terms(message: str) -> str:
@@ -445,7 +447,8 @@ def _line_in_sagemaker_terms(line: str) -> str:
     elif location:
         indent, where = location.groups()
         rest = line[location.end() :]
-        where = SAGEMAKER_LINE_NAMES.get(where, where)
+        first, dot, below = where.partition(".")
+        where = SAGEMAKER_LINE_NAMES.get(first, first) + dot + below
         head = f"{indent}{_renamed(where, full=True)}: "
         if location.group(2) == "hyperparameter_ranges" and ": " in rest:
             range_name, rest = rest.split(": ", 1)

@@ -7,7 +7,9 @@ Requests are SageMaker's (``X-Amz-Target: SageMaker.<Operation>``, a JSON body),
 SigV4 using the service's API token as the secret key (``api.sigv4``; a bearer token works too);
 any access key id is accepted. Operations: ``CreateHyperParameterTuningJob`` (the request shape
 ``POST /tuning-jobs`` also takes, ``api.sagemaker``), ``DescribeHyperParameterTuningJob``,
-``ListTrainingJobsForHyperParameterTuningJob`` (``StatusEquals``, ``SortBy``, ``SortOrder``,
+``ListTrainingJobsForHyperParameterTuningJob`` (``StatusEquals``, a Pending job counting as
+InProgress; ``SortBy``, by default Name; ``SortOrder``, by default Ascending; sorted by
+FinalObjectiveMetricValue, jobs without an objective are left out, as SageMaker does;
 ``MaxResults``, ``NextToken``) and ``StopHyperParameterTuningJob``; another is refused with
 ``UnknownOperationException`` naming these. Errors are SageMaker's: ``ValidationException``
 (the rule and the value, in the request's field names), ``ResourceNotFound``, ``ResourceInUse``
@@ -39,10 +41,19 @@ from tuner.storage import Store
 from tuner.summary import best_of
 
 CONTENT_TYPE = "application/x-amz-json-1.1"
+TUNING_NAME = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}"  # as the REST routes' names
 TARGET_PREFIX = "SageMaker."
 DEFAULT_REGION = "us-east-1"
 ACCOUNT = "000000000000"
-STATUS_EQUALS = ["InProgress", "Completed", "Failed", "Stopping", "Stopped"]
+# SageMaker's StatusEquals -> our training statuses (a Pending job is reported InProgress; no
+# training job stays Stopping here).
+STATUS_EQUALS: dict[str, set[TrainingStatus]] = {
+    "InProgress": {TrainingStatus.PENDING, TrainingStatus.IN_PROGRESS},
+    "Completed": {TrainingStatus.COMPLETED},
+    "Failed": {TrainingStatus.FAILED},
+    "Stopping": set(),
+    "Stopped": {TrainingStatus.STOPPED},
+}
 LIST_MAX_RESULTS = 100
 LIST_DEFAULT_RESULTS = 10
 # SageMaker's SortBy for training jobs -> our store's sort keys.
@@ -50,7 +61,7 @@ TRAINING_SORT = {
     "Name": "name",
     "CreationTime": "created",
     "Status": "status",
-    "FinalObjectiveMetricValue": "objective",
+    "FinalObjectiveMetricValue": "objective",  # sorted here, not by the store (see _list)
 }
 
 
@@ -77,7 +88,7 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
             definition = TuningJobDefinition.parse(from_sagemaker(body))
             record = service.submit(definition, store)
         except ValidationError as exc:
-            message = in_sagemaker_terms(str(exc))
+            message = in_sagemaker_terms(str(exc).replace(store.shown_url, "the store"))
             taken = "tuning job names must be unique" in message
             code = "ResourceInUse" if taken else "ValidationException"
             raise SageMakerError(code, message) from None
@@ -92,26 +103,24 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
     def _list(body: dict[str, Any], region: str) -> dict[str, Any]:
         name = _name(body)
         record = store.get_tuning_job(name)  # ResourceNotFound for a tuning job not there
-        status = _choice(body, "StatusEquals", STATUS_EQUALS)
+        status = _choice(body, "StatusEquals", list(STATUS_EQUALS))
         sort_by = _choice(body, "SortBy", list(TRAINING_SORT)) or "Name"
-        order = _choice(body, "SortOrder", ["Ascending", "Descending"])
+        order = _choice(body, "SortOrder", ["Ascending", "Descending"]) or "Ascending"
         limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
         offset = _next_token(body)
-        descending = None if order is None else order == "Descending"
-        if sort_by != "FinalObjectiveMetricValue" and descending is None:
-            descending = False
-        jobs = (
-            []
-            if status == "Stopping"
-            else store.list_training_jobs(  # none stop for long
-                name,
-                TrainingStatus(status) if status else None,
-                TRAINING_SORT[sort_by],
-                descending,
-                limit + 1,
-                offset,
-            )
-        )
+        wanted = STATUS_EQUALS[status] if status else set(TrainingStatus)
+        descending = order == "Descending"
+        if sort_by == "FinalObjectiveMetricValue":  # by value alone, jobs with one only
+            valued = [
+                j
+                for j in store.list_training_jobs(name)
+                if j.status in wanted and j.objective is not None and math.isfinite(j.objective)
+            ]
+            listed = sorted(valued, key=lambda j: j.objective or 0.0, reverse=descending)
+        else:
+            everything = store.list_training_jobs(name, None, TRAINING_SORT[sort_by], descending)
+            listed = [j for j in everything if j.status in wanted]
+        jobs = listed[offset : offset + limit + 1]
         answer: dict[str, Any] = {
             "TrainingJobSummaries": [
                 training_job_summary(j, record.definition, region) for j in jobs[:limit]
@@ -177,7 +186,10 @@ def _authorized(request: Request, body: bytes, token: str) -> str:
 
 
 def _error(code: str, message: str, status: int = 400) -> JSONResponse:
-    return JSONResponse({"__type": code, "message": message}, status, media_type=CONTENT_TYPE)
+    """SageMaker's error body; text UTF-8 cannot hold (a lone surrogate echoed from the
+    request) is escaped, not a 500."""
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return JSONResponse({"__type": code, "message": text}, status, media_type=CONTENT_TYPE)
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:
@@ -194,9 +206,10 @@ def _json_object(raw: bytes) -> dict[str, Any]:
 
 def _name(body: dict[str, Any]) -> str:
     name = body.get("HyperParameterTuningJobName")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not re.fullmatch(TUNING_NAME, name):
         raise SageMakerError(
-            "ValidationException", f"HyperParameterTuningJobName is required, got {name!r:.80}"
+            "ValidationException",
+            f"HyperParameterTuningJobName must match {TUNING_NAME}, got {name!r:.80}",
         )
     return name
 

@@ -30,6 +30,9 @@ _HEADER = re.compile(
 )
 
 
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
 class SignatureRejected(Exception):
     """The request is not signed, or not with the expected secret (the message says which)."""
 
@@ -79,6 +82,11 @@ def verify(
     missing = [name for name in signed if name not in lower]
     if missing:
         raise SignatureRejected(f"signed headers missing from the request: {missing}")
+    unsigned = [name for name in lower if name.startswith("x-amz-") and name not in signed]
+    if unsigned:  # X-Amz-Target names the operation: never taken unsigned
+        raise SignatureRejected(f"every x-amz- header must be signed, got {unsigned} unsigned")
+    if not _HOST.fullmatch(lower["host"]):
+        raise SignatureRejected(f"Host must be a host name or address, got {lower['host']!r:.80}")
     feature = "a SigV4-signed request (boto3's client)"
     auth = require("botocore.auth", "s3", feature)
     awsrequest = require("botocore.awsrequest", "s3", feature)
@@ -87,9 +95,12 @@ def verify(
     request = awsrequest.AWSRequest(method, url, {n: lower[n] for n in signed}, body)
     request.context["timestamp"] = stamp
     signer = auth.SigV4Auth(credentials.Credentials(match["key"], secret), service, match["region"])
-    expected = signer.signature(
-        signer.string_to_sign(request, signer.canonical_request(request)), request
-    )
+    try:
+        expected = signer.signature(
+            signer.string_to_sign(request, signer.canonical_request(request)), request
+        )
+    except ValueError as exc:  # a URL botocore cannot split: never a 500
+        raise SignatureRejected(f"the request cannot be signed as sent: {exc}") from None
     if not hmac.compare_digest(expected, match["signature"]):
         raise SignatureRejected("the signature does not match: sign with the service's token")
     return Signer(match["key"], match["region"])

@@ -687,6 +687,34 @@ def test_a_range_called_like_one_of_our_fields_keeps_its_name(service: httpx.Cli
     assert "ParameterRanges: max_value: MinValue < MaxValue must hold" in response.json()["detail"]
 
 
+@pytest.mark.parametrize(
+    ("message", "renamed"),
+    [
+        (  # a value cut short has no closing quote: still the user's text
+            "  job_definition.command: got ['--mode max_value --mode max_val",
+            "  TrainingJobDefinition.AlgorithmSpecification.ContainerEntrypoint: got "
+            "['--mode max_value --mode max_val",
+        ),
+        (  # a user's key with a hyphen keeps its name
+            "  job_definition.environment.my-random_seed: Input should be a valid string, got 1",
+            "  TrainingJobDefinition.Environment.my-random_seed: Input should be a valid string, "
+            "got 1",
+        ),
+        (
+            "  tags.a: Input should be a valid string, got 5",
+            "  Tags.a: Input should be a valid string, got 5",
+        ),
+        (
+            "max_parallel_jobs must be at most 100, got 101",
+            "HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs must be at "
+            "most 100, got 101",
+        ),
+    ],
+)
+def test_in_sagemaker_terms_renames_only_our_fields(message: str, renamed: str) -> None:
+    assert in_sagemaker_terms(message) == renamed
+
+
 def test_in_sagemaker_terms_keeps_quoted_text_and_prose() -> None:
     message = (
         "invalid tuning job definition:\n  definition: got ['max_jobs'] in both\n"

@@ -6,6 +6,7 @@ requests are botocore's, the answers are parsed by botocore's SageMaker model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import tarfile
@@ -150,20 +151,29 @@ def test_boto3_creates_describes_and_lists_a_tuning_job(server: Server) -> None:
     assert all(isinstance(v, str) for v in best["TunedHyperParameters"].values())
 
     by_value = client.list_training_jobs_for_hyper_parameter_tuning_job(
-        HyperParameterTuningJobName=NAME, SortBy="FinalObjectiveMetricValue", MaxResults=3
+        HyperParameterTuningJobName=NAME,
+        SortBy="FinalObjectiveMetricValue",
+        SortOrder="Descending",
+        MaxResults=3,
     )
     first = [
         s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
         for s in by_value["TrainingJobSummaries"]
     ]
-    assert first == sorted(values, reverse=True)[:3]  # best first, as the objective says
+    assert first == sorted(values, reverse=True)[:3]
     rest = client.list_training_jobs_for_hyper_parameter_tuning_job(
         HyperParameterTuningJobName=NAME,
         SortBy="FinalObjectiveMetricValue",
+        SortOrder="Descending",
         MaxResults=3,
         NextToken=by_value["NextToken"],
     )
     assert len(rest["TrainingJobSummaries"]) == 1 and "NextToken" not in rest
+    ascending = client.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=NAME, SortBy="FinalObjectiveMetricValue"
+    )["TrainingJobSummaries"]  # SageMaker's default order: Ascending
+    values_up = [s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] for s in ascending]
+    assert values_up == sorted(values)
     failed = client.list_training_jobs_for_hyper_parameter_tuning_job(
         HyperParameterTuningJobName=NAME, StatusEquals="Failed"
     )
@@ -275,7 +285,8 @@ def test_raw_requests_get_sagemakers_error_shapes(server: Server) -> None:
     for body, words in [
         ("[1]", "the body must be a JSON object"),
         ("{", "the body is not JSON"),
-        ("{}", "HyperParameterTuningJobName is required"),
+        ("{}", "HyperParameterTuningJobName must match"),
+        ('{"HyperParameterTuningJobName": "\\ud800"}', "HyperParameterTuningJobName must match"),
         (json.dumps({"HyperParameterTuningJobName": NAME, "MaxResults": 0}), "MaxResults must be"),
         (json.dumps({"HyperParameterTuningJobName": NAME, "SortBy": "Speed"}), "'Speed'"),
         (json.dumps({"HyperParameterTuningJobName": NAME, "NextToken": "x"}), "NextToken"),
@@ -283,6 +294,50 @@ def test_raw_requests_get_sagemakers_error_shapes(server: Server) -> None:
         answer = httpx.post(f"{server.url}/", content=body, headers=target)
         assert answer.status_code == 400, answer.text
         assert words in answer.json()["message"]
+
+
+def test_no_request_without_the_token_gets_a_500(server: Server) -> None:
+    """A Host botocore cannot put in a URL, an unsigned X-Amz-Target, and a lone surrogate
+    echoed in an error were 500s (or, for the target, an operation taken unsigned)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    forged = {
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=x/{stamp[:8]}/us-east-1/sagemaker/"
+        f"aws4_request, SignedHeaders=host;x-amz-date, Signature={'0' * 64}",
+        "X-Amz-Date": stamp,
+        "X-Amz-Target": "SageMaker.DescribeHyperParameterTuningJob",
+    }
+    for host in ("[", "a]b", "[::1"):
+        answer = httpx.post(f"{server.url}/", content="{}", headers={**forged, "Host": host})
+        assert answer.status_code == 403, answer.text
+        assert answer.json()["__type"] == "InvalidSignatureException"
+    unsigned_target = httpx.post(f"{server.url}/", content="{}", headers=forged)
+    assert unsigned_target.status_code == 403
+    assert "x-amz-target" in unsigned_target.json()["message"]
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    for target, body in [
+        ("CreateHyperParameterTuningJob", '{"\\ud800": 1}'),
+        ("StopHyperParameterTuningJob", '{"HyperParameterTuningJobName": "\\udfff"}'),
+    ]:
+        answer = httpx.post(
+            f"{server.url}/",
+            content=body,
+            headers={**bearer, "X-Amz-Target": f"SageMaker.{target}"},
+        )
+        assert answer.status_code == 400, answer.text
+    refused = httpx.post(f"{server.url}/tuning-jobs", content='{"\\ud800": 1}', headers=bearer)
+    assert refused.status_code in (400, 422), refused.text
+
+
+def test_create_refusals_do_not_show_the_stores_url(server: Server) -> None:
+    body = request("boto-orphan")
+    body["WarmStartConfig"] = {
+        "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "nope"}],
+        "WarmStartType": "TransferLearning",
+    }
+    refused = create(server, body)
+    assert refused.status_code == 400, refused.text
+    assert "'nope'" in refused.json()["message"]
+    assert "sqlite" not in refused.json()["message"]
 
 
 def test_verify_refuses_a_changed_body_an_old_signature_and_a_claimed_hash() -> None:
@@ -361,3 +416,48 @@ def test_boto3_runs_a_sagemaker_request_unchanged_on_docker(
         assert value == pytest.approx(1 - (x - 0.3) ** 2 - 0.01, abs=1e-4)  # y at 0.5
     finally:
         server.stop()
+
+
+def test_a_pending_training_job_is_listed_as_in_progress(tmp_path: Path) -> None:
+    """SageMaker has no Pending: a job launched but not yet running is InProgress in the
+    counters, in its summary and for ``StatusEquals=InProgress`` alike."""
+    from fastapi import FastAPI
+
+    from api.sagemaker import from_sagemaker
+    from api.sagemaker_protocol import sagemaker_router
+    from tuner.definition import TuningJobDefinition
+    from tuner.storage import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'tuner.db'}")
+    definition = TuningJobDefinition.parse(from_sagemaker(request("pend")))
+    store.create_tuning_job("pend", definition.to_json())
+    store.create_training_job("pend", 1, {"x": 0.5, "layers": 2})  # Pending
+    running = store.create_training_job("pend", 2, {"x": 0.1, "layers": 3})
+    store.mark_started(running.name, "handle", str(tmp_path))
+    app = FastAPI()
+    app.include_router(sagemaker_router(store, None, "tok"))  # type: ignore[arg-type]
+
+    def call(operation: str, **body: Any) -> Any:
+        """The router in this process (httpx's ASGI transport): the store holds states no
+        running service would leave alone."""
+        headers = {"Authorization": "Bearer tok", "X-Amz-Target": f"SageMaker.{operation}"}
+
+        async def post() -> Any:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as web:
+                return (await web.post("/", content=json.dumps(body), headers=headers)).json()
+
+        return asyncio.run(post())
+
+    listed = call(
+        "ListTrainingJobsForHyperParameterTuningJob",
+        HyperParameterTuningJobName="pend",
+        StatusEquals="InProgress",
+    )["TrainingJobSummaries"]
+    assert [(s["TrainingJobName"], s["TrainingJobStatus"]) for s in listed] == [
+        ("pend-001", "InProgress"),
+        ("pend-002", "InProgress"),
+    ]
+    counters = call("DescribeHyperParameterTuningJob", HyperParameterTuningJobName="pend")
+    assert counters["TrainingJobStatusCounters"]["InProgress"] == 2
+    store.close()
