@@ -333,7 +333,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except ValidationError as exc:  # refused in the field names the client sent
             if not sagemaker:
                 raise
-            raise ValidationError(in_sagemaker_terms(str(exc))) from None
+            raise ValidationError(in_sagemaker_terms(detail(exc))) from None
         return describe(store.get_tuning_job(record.name), [])
 
     @api.get("/tuning-jobs", response_model=schemas.TuningJobPage, tags=["tuning jobs"])
