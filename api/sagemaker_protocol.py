@@ -7,6 +7,8 @@ Requests are SageMaker's (``X-Amz-Target: SageMaker.<Operation>``, a JSON body),
 SigV4 using the service's API token as the secret key (``api.sigv4``; a bearer token works too);
 any access key id is accepted. Operations: ``CreateHyperParameterTuningJob`` (the request shape
 ``POST /tuning-jobs`` also takes, ``api.sagemaker``), ``DescribeHyperParameterTuningJob``,
+``ListHyperParameterTuningJobs`` (every filter; LastModifiedTime is the end time, else the
+creation time; by default Name, Ascending, 10 a page),
 ``ListTrainingJobsForHyperParameterTuningJob`` (``StatusEquals``, a Pending job counting as
 InProgress; ``SortBy``, by default Name; ``SortOrder``, by default Ascending; sorted by
 FinalObjectiveMetricValue, jobs without an objective are left out, as SageMaker does;
@@ -54,6 +56,12 @@ STATUS_EQUALS: dict[str, set[TrainingStatus]] = {
     "Stopping": set(),
     "Stopped": {TrainingStatus.STOPPED},
 }
+TUNING_STATUS_EQUALS = [
+    "Completed", "InProgress", "Failed", "Stopped", "Stopping", "Deleting", "DeleteFailed"
+]  # fmt: skip
+TIME_FILTERS = (
+    "CreationTimeAfter", "CreationTimeBefore", "LastModifiedTimeAfter", "LastModifiedTimeBefore"
+)  # fmt: skip
 LIST_MAX_RESULTS = 100
 LIST_DEFAULT_RESULTS = 10
 # SageMaker's SortBy for training jobs -> our store's sort keys.
@@ -79,6 +87,7 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
     operations: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
         "CreateHyperParameterTuningJob": lambda body, region: _create(body, region),
         "DescribeHyperParameterTuningJob": lambda body, region: _describe(body, region),
+        "ListHyperParameterTuningJobs": lambda body, region: _list_tuning(body, region),
         "ListTrainingJobsForHyperParameterTuningJob": lambda body, region: _list(body, region),
         "StopHyperParameterTuningJob": lambda body, _: _stop(body),
     }
@@ -127,6 +136,47 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
             ]
         }
         if len(jobs) > limit:
+            answer["NextToken"] = str(offset + limit)
+        return answer
+
+    def _list_tuning(body: dict[str, Any], region: str) -> dict[str, Any]:
+        status = _choice(body, "StatusEquals", TUNING_STATUS_EQUALS)
+        sort_by = _choice(body, "SortBy", ["Name", "Status", "CreationTime"]) or "Name"
+        order = _choice(body, "SortOrder", ["Ascending", "Descending"]) or "Ascending"
+        limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
+        offset = _next_token(body)
+        contains = body.get("NameContains")
+        if contains is not None and not isinstance(contains, str):
+            raise SageMakerError(
+                "ValidationException", f"NameContains must be a string, got {contains!r:.80}"
+            )
+        window = {k: _time(body, k) for k in TIME_FILTERS}
+        if status in (None, *(s.value for s in TuningStatus)):
+            records = store.list_tuning_jobs(TuningStatus(status) if status else None)
+        else:  # Deleting, DeleteFailed: no tuning job here is ever deleted
+            records = []
+        kept = [
+            r
+            for r in records
+            if (contains is None or contains.lower() in r.name.lower())
+            and _within(r.created_at, window["CreationTimeAfter"], window["CreationTimeBefore"])
+            and _within(
+                r.ended_at or r.created_at,
+                window["LastModifiedTimeAfter"],
+                window["LastModifiedTimeBefore"],
+            )
+        ]
+        key = {"Name": lambda r: r.name, "Status": lambda r: r.status.value}.get(
+            sort_by, lambda r: r.created_at
+        )
+        page = sorted(kept, key=key, reverse=order == "Descending")[offset : offset + limit + 1]
+        answer: dict[str, Any] = {
+            "HyperParameterTuningJobSummaries": [
+                tuning_job_summary(r, store.list_training_jobs(r.name), region)
+                for r in page[:limit]
+            ]
+        }
+        if len(page) > limit:
             answer["NextToken"] = str(offset + limit)
         return answer
 
@@ -243,6 +293,22 @@ def _next_token(body: dict[str, Any]) -> int:
     return int(token)
 
 
+def _time(body: dict[str, Any], field: str) -> float | None:
+    """A time filter: seconds since the epoch (boto3 sends datetimes so)."""
+    value = body.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SageMakerError(
+            "ValidationException", f"{field} must be seconds since the epoch, got {value!r:.80}"
+        )
+    return float(value)
+
+
+def _within(moment: float, after: float | None, before: float | None) -> bool:
+    return (after is None or moment > after) and (before is None or moment < before)
+
+
 def _arn(region: str, kind: str, name: str) -> str:
     return f"arn:aws:sagemaker:{region}:{ACCOUNT}:{kind}/{name.lower()}"
 
@@ -252,7 +318,6 @@ def describe_tuning_job(record: TuningJob, jobs: list[TrainingJob], region: str)
     definition = record.definition
     maximize = definition.get("objective_type", "Maximize") == "Maximize"
     best = best_of(jobs, maximize)
-    failed = sum(j.status is TrainingStatus.FAILED for j in jobs)
     answer: dict[str, Any] = {
         "HyperParameterTuningJobName": record.name,
         "HyperParameterTuningJobArn": _arn(region, "hyper-parameter-tuning-job", record.name),
@@ -260,16 +325,7 @@ def describe_tuning_job(record: TuningJob, jobs: list[TrainingJob], region: str)
         "TrainingJobDefinition": _training_definition(definition),
         "HyperParameterTuningJobStatus": record.status.value,
         "CreationTime": record.created_at,
-        "TrainingJobStatusCounters": {
-            "Completed": sum(j.status is TrainingStatus.COMPLETED for j in jobs),
-            "InProgress": sum(not j.status.terminal for j in jobs),
-            "RetryableError": 0,
-            "NonRetryableError": failed,
-            "Stopped": sum(j.status is TrainingStatus.STOPPED for j in jobs),
-        },
-        "ObjectiveStatusCounters": {
-            s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
-        },
+        **_counters(jobs),
         "ConsumedResources": {"RuntimeInSeconds": int(sum(j.duration or 0.0 for j in jobs))},
     }
     if record.ended_at is not None:
@@ -287,6 +343,39 @@ def describe_tuning_job(record: TuningJob, jobs: list[TrainingJob], region: str)
             "WarmStartType": warm["type"],
         }
     return answer
+
+
+def tuning_job_summary(record: TuningJob, jobs: list[TrainingJob], region: str) -> dict[str, Any]:
+    """SageMaker's ``HyperParameterTuningJobSummary`` of one tuning job."""
+    summary: dict[str, Any] = {
+        "HyperParameterTuningJobName": record.name,
+        "HyperParameterTuningJobArn": _arn(region, "hyper-parameter-tuning-job", record.name),
+        "HyperParameterTuningJobStatus": record.status.value,
+        "Strategy": record.definition["strategy"],
+        "CreationTime": record.created_at,
+        "ResourceLimits": _config(record.definition)["ResourceLimits"],
+        **_counters(jobs),
+    }
+    if record.ended_at is not None:
+        summary["HyperParameterTuningEndTime"] = record.ended_at
+    return summary
+
+
+def _counters(jobs: list[TrainingJob]) -> dict[str, Any]:
+    """SageMaker's counters of training-job states (a Pending job is InProgress, a Failed one
+    NonRetryableError) and of objective states."""
+    return {
+        "TrainingJobStatusCounters": {
+            "Completed": sum(j.status is TrainingStatus.COMPLETED for j in jobs),
+            "InProgress": sum(not j.status.terminal for j in jobs),
+            "RetryableError": 0,
+            "NonRetryableError": sum(j.status is TrainingStatus.FAILED for j in jobs),
+            "Stopped": sum(j.status is TrainingStatus.STOPPED for j in jobs),
+        },
+        "ObjectiveStatusCounters": {
+            s.value: sum(j.objective_status is s for j in jobs) for s in ObjectiveStatus
+        },
+    }
 
 
 def training_job_summary(

@@ -180,6 +180,38 @@ def test_boto3_creates_describes_and_lists_a_tuning_job(server: Server) -> None:
     assert failed["TrainingJobSummaries"] == []
 
 
+def test_boto3_lists_tuning_jobs_with_sagemakers_filters(server: Server) -> None:
+    client = sagemaker(server)
+    for name in ("list-b", "list-a", "list-c"):
+        assert create(server, request(name, jobs=2)).status_code == 200
+    for name in ("list-a", "list-b", "list-c"):
+        wait_ended(client, name)
+    listing = client.list_hyper_parameter_tuning_jobs(NameContains="LIST-", MaxResults=2)
+    summaries = listing["HyperParameterTuningJobSummaries"]
+    assert [s["HyperParameterTuningJobName"] for s in summaries] == ["list-a", "list-b"]
+    assert summaries[0]["TrainingJobStatusCounters"]["Completed"] == 2
+    assert summaries[0]["ResourceLimits"]["MaxNumberOfTrainingJobs"] == 2
+    assert summaries[0]["Strategy"] == "Random"
+    rest = client.list_hyper_parameter_tuning_jobs(
+        NameContains="list-", MaxResults=2, NextToken=listing["NextToken"]
+    )
+    assert [s["HyperParameterTuningJobName"] for s in rest["HyperParameterTuningJobSummaries"]] == [
+        "list-c"
+    ]
+    newest = client.list_hyper_parameter_tuning_jobs(
+        NameContains="list-", SortBy="CreationTime", SortOrder="Descending", MaxResults=1
+    )["HyperParameterTuningJobSummaries"][0]
+    assert newest["HyperParameterTuningJobName"] == "list-c"
+    later = client.list_hyper_parameter_tuning_jobs(
+        NameContains="list-", CreationTimeAfter=summaries[1]["CreationTime"]
+    )["HyperParameterTuningJobSummaries"]
+    assert [s["HyperParameterTuningJobName"] for s in later] == ["list-a", "list-c"]
+    for status in ("InProgress", "Deleting"):
+        assert not client.list_hyper_parameter_tuning_jobs(
+            NameContains="list-", StatusEquals=status
+        )["HyperParameterTuningJobSummaries"]
+
+
 def test_boto3_stops_a_tuning_job(server: Server) -> None:
     client = sagemaker(server)
     assert create(server, request("boto-stop", jobs=20, sleep="30")).status_code == 200
