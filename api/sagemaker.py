@@ -453,6 +453,8 @@ def _line_in_sagemaker_terms(line: str) -> str:
         if location.group(2) == "hyperparameter_ranges" and ": " in rest:
             range_name, rest = rest.split(": ", 1)
             head += f"{range_name}: "
+            if rest.startswith("values "):  # a categorical range's own list
+                head, rest = head + "Values", rest.removeprefix("values")
     return head + _renamed(rest, full=False)
 
 

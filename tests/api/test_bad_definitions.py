@@ -701,6 +701,11 @@ def test_a_range_called_like_one_of_our_fields_keeps_its_name(service: httpx.Cli
             "got 1",
         ),
         (
+            "  hyperparameter_ranges: c: values must hold at least one choice, got an empty list",
+            "  HyperParameterTuningJobConfig.ParameterRanges: c: Values must hold at least one "
+            "choice, got an empty list",
+        ),
+        (
             "  tags.a: Input should be a valid string, got 5",
             "  Tags.a: Input should be a valid string, got 5",
         ),
