@@ -306,6 +306,9 @@ def _time(body: dict[str, Any], field: str) -> float | None:
 
 
 def _within(moment: float, after: float | None, before: float | None) -> bool:
+    """Strictly between, to the microsecond: boto3 sends times rounded to it, so a time it read
+    from an answer and sends back means that same moment, not one a fraction earlier."""
+    moment = round(moment, 6)
     return (after is None or moment > after) and (before is None or moment < before)
 
 
