@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.sagemaker import from_sagemaker, in_sagemaker_terms
 from api.sigv4 import SignatureRejected, verify
-from tuner.definition import TuningJobDefinition
+from tuner.definition import NAME_PATTERN, TuningJobDefinition
 from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
 from tuner.extras import MissingExtra
 from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJob, TuningStatus
@@ -43,7 +43,6 @@ from tuner.storage import Store
 from tuner.summary import best_of
 
 CONTENT_TYPE = "application/x-amz-json-1.1"
-TUNING_NAME = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}"  # as the REST routes' names
 TARGET_PREFIX = "SageMaker."
 DEFAULT_REGION = "us-east-1"
 ACCOUNT = "000000000000"
@@ -84,20 +83,17 @@ class SageMakerError(Exception):
 def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRouter:
     """``POST /`` answering SageMaker's operations (see the module contract)."""
     router = APIRouter(include_in_schema=False)
-    operations: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
-        "CreateHyperParameterTuningJob": lambda body, region: _create(body, region),
-        "DescribeHyperParameterTuningJob": lambda body, region: _describe(body, region),
-        "ListHyperParameterTuningJobs": lambda body, region: _list_tuning(body, region),
-        "ListTrainingJobsForHyperParameterTuningJob": lambda body, region: _list(body, region),
-        "StopHyperParameterTuningJob": lambda body, _: _stop(body),
-    }
+
+    def shown(exc: Exception) -> str:
+        """The error's text for a client: the store's URL is the operator's."""
+        return str(exc).replace(store.shown_url, "the store")
 
     def _create(body: dict[str, Any], region: str) -> dict[str, Any]:
         try:
             definition = TuningJobDefinition.parse(from_sagemaker(body))
             record = service.submit(definition, store)
         except ValidationError as exc:
-            message = in_sagemaker_terms(str(exc).replace(store.shown_url, "the store"))
+            message = in_sagemaker_terms(shown(exc))
             taken = "tuning job names must be unique" in message
             code = "ResourceInUse" if taken else "ValidationException"
             raise SageMakerError(code, message) from None
@@ -114,11 +110,8 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         record = store.get_tuning_job(name)  # ResourceNotFound for a tuning job not there
         status = _choice(body, "StatusEquals", list(STATUS_EQUALS))
         sort_by = _choice(body, "SortBy", list(TRAINING_SORT)) or "Name"
-        order = _choice(body, "SortOrder", ["Ascending", "Descending"]) or "Ascending"
-        limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
-        offset = _next_token(body)
+        descending = _descending(body)
         wanted = STATUS_EQUALS[status] if status else set(TrainingStatus)
-        descending = order == "Descending"
         if sort_by == "FinalObjectiveMetricValue":  # by value alone, jobs with one only
             valued = [
                 j
@@ -129,22 +122,14 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         else:
             everything = store.list_training_jobs(name, None, TRAINING_SORT[sort_by], descending)
             listed = [j for j in everything if j.status in wanted]
-        jobs = listed[offset : offset + limit + 1]
-        answer: dict[str, Any] = {
-            "TrainingJobSummaries": [
-                training_job_summary(j, record.definition, region) for j in jobs[:limit]
-            ]
-        }
-        if len(jobs) > limit:
-            answer["NextToken"] = str(offset + limit)
-        return answer
+        jobs, more = _page(body, listed)
+        summaries = [training_job_summary(j, record.definition, region) for j in jobs]
+        return {"TrainingJobSummaries": summaries, **more}
 
     def _list_tuning(body: dict[str, Any], region: str) -> dict[str, Any]:
         status = _choice(body, "StatusEquals", TUNING_STATUS_EQUALS)
         sort_by = _choice(body, "SortBy", ["Name", "Status", "CreationTime"]) or "Name"
-        order = _choice(body, "SortOrder", ["Ascending", "Descending"]) or "Ascending"
-        limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
-        offset = _next_token(body)
+        descending = _descending(body)
         contains = body.get("NameContains")
         if contains is not None and not isinstance(contains, str):
             raise SageMakerError(
@@ -169,20 +154,21 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         key = {"Name": lambda r: r.name, "Status": lambda r: r.status.value}.get(
             sort_by, lambda r: r.created_at
         )
-        page = sorted(kept, key=key, reverse=order == "Descending")[offset : offset + limit + 1]
-        answer: dict[str, Any] = {
-            "HyperParameterTuningJobSummaries": [
-                tuning_job_summary(r, store.list_training_jobs(r.name), region)
-                for r in page[:limit]
-            ]
-        }
-        if len(page) > limit:
-            answer["NextToken"] = str(offset + limit)
-        return answer
+        page, more = _page(body, sorted(kept, key=key, reverse=descending))
+        summaries = [tuning_job_summary(r, store.list_training_jobs(r.name), region) for r in page]
+        return {"HyperParameterTuningJobSummaries": summaries, **more}
 
-    def _stop(body: dict[str, Any]) -> dict[str, Any]:
+    def _stop(body: dict[str, Any], _region: str) -> dict[str, Any]:
         service.stop(_name(body), store)
         return {}
+
+    operations: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+        "CreateHyperParameterTuningJob": _create,
+        "DescribeHyperParameterTuningJob": _describe,
+        "ListHyperParameterTuningJobs": _list_tuning,
+        "ListTrainingJobsForHyperParameterTuningJob": _list,
+        "StopHyperParameterTuningJob": _stop,
+    }
 
     @router.post("/")
     async def sagemaker_operation(request: Request) -> JSONResponse:
@@ -202,11 +188,11 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         except SageMakerError as exc:
             return _error(exc.code, str(exc), exc.status)
         except NotFoundError as exc:
-            return _error("ResourceNotFound", str(exc).replace(store.shown_url, "the store"))
+            return _error("ResourceNotFound", shown(exc))
         except StoreUnavailable:
             return _error("ServiceUnavailable", "the service's store did not answer; retry", 503)
         except TunerError as exc:
-            return _error("ValidationException", str(exc).replace(store.shown_url, "the store"))
+            return _error("ValidationException", shown(exc))
 
     return router
 
@@ -256,10 +242,10 @@ def _json_object(raw: bytes) -> dict[str, Any]:
 
 def _name(body: dict[str, Any]) -> str:
     name = body.get("HyperParameterTuningJobName")
-    if not isinstance(name, str) or not re.fullmatch(TUNING_NAME, name):
+    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
         raise SageMakerError(
             "ValidationException",
-            f"HyperParameterTuningJobName must match {TUNING_NAME}, got {name!r:.80}",
+            f"HyperParameterTuningJobName must match {NAME_PATTERN}, got {name!r:.80}",
         )
     return name
 
@@ -280,6 +266,20 @@ def _whole(body: dict[str, Any], field: str, low: int, high: int, default: int) 
             "ValidationException", f"{field} must be an integer in {low}..{high}, got {value!r:.80}"
         )
     return value
+
+
+def _descending(body: dict[str, Any]) -> bool:
+    """``SortOrder``: Ascending unless it says Descending."""
+    return _choice(body, "SortOrder", ["Ascending", "Descending"]) == "Descending"
+
+
+def _page(body: dict[str, Any], items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+    """The page of ``items`` that ``MaxResults`` and ``NextToken`` ask for, and the
+    ``NextToken`` of the next page when there is one."""
+    limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
+    offset = _next_token(body)
+    more = {"NextToken": str(offset + limit)} if len(items) > offset + limit else {}
+    return items[offset : offset + limit], more
 
 
 def _next_token(body: dict[str, Any]) -> int:

@@ -30,11 +30,14 @@ Mutation = Callable[[dict[str, Any]], None]
 
 
 def _set(path: str, value: Any) -> Mutation:
+    """A change setting one field of a definition or a request (``a.b.0.c``: list items by
+    index), making the objects on the way."""
+
     def mutate(d: dict[str, Any]) -> None:
         *parents, last = path.split(".")
-        node = d
+        node: Any = d
         for part in parents:
-            node = node.setdefault(part, {})
+            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
         node[last] = value
 
     return mutate
@@ -598,19 +601,6 @@ def test_sagemaker_fields_it_does_not_have_or_we_lack_are_refused(
         assert word in response.json()["detail"]
 
 
-def _in_request(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    """A change setting one field of a SageMaker request (``a.b.0.c``: list items by index)."""
-
-    def change(request: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node: Any = request
-        for part in parents:
-            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
-        node[last] = value
-
-    return change
-
-
 _X = "HyperParameterTuningJobConfig.ParameterRanges.ContinuousParameterRanges.0"
 # Our definition's field names, none of which a SageMaker client sent.
 _OURS = re.compile(
@@ -624,39 +614,39 @@ _OURS = re.compile(
     ("change", "words"),
     [
         (
-            _in_request("HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs", 0),
+            _set("HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs", 0),
             "HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs: Input should "
             "be greater than or equal to 1, got 0",
         ),
         (
-            _in_request("HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs", 9),
+            _set("HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs", 9),
             "ResourceLimits.MaxParallelTrainingJobs <= ResourceLimits.MaxNumberOfTrainingJobs "
             "must hold, got ResourceLimits.MaxParallelTrainingJobs=9",
         ),
         (
-            _in_request(f"{_X}.MinValue", "2"),
+            _set(f"{_X}.MinValue", "2"),
             "HyperParameterTuningJobConfig.ParameterRanges: x: MinValue < MaxValue must hold, "
             "got MinValue=2, MaxValue=1",
         ),
         (
-            _in_request("TrainingJobDefinition.StoppingCondition.MaxRuntimeInSeconds", 0),
+            _set("TrainingJobDefinition.StoppingCondition.MaxRuntimeInSeconds", 0),
             "TrainingJobDefinition.StoppingCondition.MaxRuntimeInSeconds: Input should be "
             "greater than 0, got 0",
         ),
         (
-            _in_request(
+            _set(
                 "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.MetricName", "loss"
             ),
             "HyperParameterTuningJobObjective.MetricName must be one of the metric definitions "
             "['accuracy'], got 'loss'",
         ),
         (
-            _in_request("HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType", "Always"),
+            _set("HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType", "Always"),
             "HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType: Input should be 'Auto' "
             "or 'Off', got 'Always'",
         ),
         (
-            _in_request(
+            _set(
                 "WarmStartConfig", {"ParentHyperParameterTuningJobs": [], "WarmStartType": "Both"}
             ),
             "WarmStartConfig.WarmStartType: Input should be 'IdenticalDataAndAlgorithm' or "
@@ -680,8 +670,8 @@ def test_sagemaker_refusals_name_the_fields_of_the_request(
 
 def test_a_range_called_like_one_of_our_fields_keeps_its_name(service: httpx.Client) -> None:
     request = to_sagemaker(definition(name="bad-one"))
-    _in_request(f"{_X}.Name", "max_value")(request)
-    _in_request(f"{_X}.MinValue", "2")(request)
+    _set(f"{_X}.Name", "max_value")(request)
+    _set(f"{_X}.MinValue", "2")(request)
     response = post(service, request)
     assert response.status_code == 400, response.text
     assert "ParameterRanges: max_value: MinValue < MaxValue must hold" in response.json()["detail"]
