@@ -41,6 +41,9 @@ from tuner.definition import MAX_NESTING, TuningJobDefinition
 from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.launch_policy import LaunchPolicy
+from tuner.names import TRAINING_JOB_NAME as TRAINING_NAME
+from tuner.names import TRAINING_JOB_NAME_LENGTH, TUNING_JOB_NAME_LENGTH
+from tuner.names import TUNING_JOB_NAME as TUNING_NAME
 from tuner.records import TrainingStatus, TuningJob, TuningStatus
 from tuner.reports import build, render_html
 from tuner.service import TuningService
@@ -48,8 +51,6 @@ from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import describe, training_job_dict
 
-TUNING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$"
-TRAINING_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]{0,80}$"
 FOLLOW_POLL_SECONDS = 0.5
 FOLLOW_LIMIT_SECONDS = 6 * 3600
 LOG_FILE = "log.txt"
@@ -57,8 +58,8 @@ LOG_CHUNK_BYTES = 1 << 20  # a log is read and sent in pieces of this size
 TAIL_LIMIT_BYTES = 16 << 20  # ``tail`` reads at most this much of the end of a log
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
-TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=63)]
-TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=81)]
+TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=TUNING_JOB_NAME_LENGTH)]
+TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=TRAINING_JOB_NAME_LENGTH)]
 Format = Annotated[Literal["json", "html"], Query(description="json (default) or html")]
 SortKey = Literal["number", "name", "created", "status", "objective"]
 SortOrder = Literal["Ascending", "Descending"]
@@ -488,7 +489,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(api)
     app.include_router(
-        data_router(store, TUNING_NAME, TRAINING_NAME),
+        data_router(store),
         dependencies=[Depends(authorize)],
         responses=ERRORS,
     )

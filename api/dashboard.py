@@ -22,6 +22,12 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from api.dashboard_data import log_chunk, overview, trials
+from tuner.names import (
+    TRAINING_JOB_NAME,
+    TRAINING_JOB_NAME_LENGTH,
+    TUNING_JOB_NAME,
+    TUNING_JOB_NAME_LENGTH,
+)
 from tuner.records import TuningStatus
 from tuner.reports import build
 from tuner.storage import Store
@@ -169,16 +175,20 @@ def compact_json(model: type[BaseModel], data: dict[str, Any], request: Request)
     return Response(body, media_type="application/json", headers=headers)
 
 
-def data_router(store: Store, tuning_name: str, training_name: str) -> APIRouter:
+def data_router(store: Store) -> APIRouter:
     """The endpoints the pages poll; the caller adds the token check (``dependencies``)."""
     router = APIRouter()
-    tuning = Annotated[str, PathParam(pattern=tuning_name, max_length=63)]
-    training = Annotated[str, PathParam(pattern=training_name, max_length=81)]
+    tuning = Annotated[str, PathParam(pattern=TUNING_JOB_NAME, max_length=TUNING_JOB_NAME_LENGTH)]
+    training = Annotated[
+        str, PathParam(pattern=TRAINING_JOB_NAME, max_length=TRAINING_JOB_NAME_LENGTH)
+    ]
 
     @router.get("/dashboard/tuning-jobs", response_model=Overview, tags=["dashboard"])
     def dashboard_tuning_jobs(
         status: TuningStatus | None = None,
-        name: Annotated[str | None, Query(max_length=63, pattern=r"^[^\x00]*$")] = None,
+        name: Annotated[
+            str | None, Query(max_length=TUNING_JOB_NAME_LENGTH, pattern=r"^[^\x00]*$")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     ) -> dict[str, Any]:
@@ -211,8 +221,8 @@ def data_router(store: Store, tuning_name: str, training_name: str) -> APIRouter
         """The comparison report's arms, best-so-far curves, reach and top configurations of
         these tuning jobs (``?names=a&names=b``), and each one's status."""
         for n in names:
-            if re.fullmatch(tuning_name, n) is None:
-                raise HTTPException(400, f"names must match {tuning_name}, got {n!r}")
+            if re.fullmatch(TUNING_JOB_NAME, n) is None:
+                raise HTTPException(400, f"names must match {TUNING_JOB_NAME}, got {n!r}")
         data = build(store, names)
         keep = ("generated_at", "objective", "arms", "curves", "reach", "top")
         return {

@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tuner.definition import NAME_PATTERN, TuningJobDefinition, explain, read_yaml_file
 from tuner.errors import NotFoundError, ValidationError
+from tuner.names import TUNING_JOB_NAME_LENGTH
 from tuner.records import TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
 from tuner.tuner import HyperparameterTuner
 
-MAX_RUN_NAME = 63  # a tuning job name's limit (NAME_PATTERN)
+MAX_RUN_NAME = TUNING_JOB_NAME_LENGTH
 
 SHARED_FIELDS = (
     "objective_metric_name",

@@ -34,6 +34,7 @@ from tuner.metrics import (
     check_metric_name,
     validate_metric_definitions,
 )
+from tuner.names import TUNING_JOB_NAME as NAME_PATTERN
 from tuner.parameters import parameter_from_dict, plain
 from tuner.space import SearchSpace
 from tuner.stopping import HyperbandRungs, MedianStoppingRule
@@ -43,7 +44,6 @@ from tuner.strategies.grid import GridStrategy
 from tuner.tracking import check_tracking_uri
 from tuner.warm_start import WarmStartConfig
 
-NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 StaticValue = Annotated[str | int | float | bool, Field(union_mode="smart")]
 
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tuner.errors import NotFoundError, ValidationError
+from tuner.names import TUNING_JOB_NAME as NAME_PATTERN
 from tuner.parameters import (
     CategoricalParameter,
     ContinuousParameter,
@@ -66,7 +67,6 @@ TRANSFER = "TransferLearning"
 WARM_START_TYPES = (IDENTICAL, TRANSFER)
 MAX_PARENTS = 5
 TRANSFER_FIRST = 3  # parents' best mapped configurations a TransferLearning child runs first
-NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})$"
 
 
 class WarmStartConfig(BaseModel):
