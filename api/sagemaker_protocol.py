@@ -12,7 +12,8 @@ creation time; by default Name, Ascending, 10 a page),
 ``ListTrainingJobsForHyperParameterTuningJob`` (``StatusEquals``, a Pending job counting as
 InProgress; ``SortBy``, by default Name; ``SortOrder``, by default Ascending; sorted by
 FinalObjectiveMetricValue, jobs without an objective are left out, as SageMaker does;
-``MaxResults``, ``NextToken``) and ``StopHyperParameterTuningJob``; another is refused with
+``MaxResults``, ``NextToken``), ``StopHyperParameterTuningJob`` and ``DescribeTrainingJob`` (a
+tuning job's training job); another is refused with
 ``UnknownOperationException`` naming these. Errors are SageMaker's: ``ValidationException``
 (the rule and the value, in the request's field names), ``ResourceNotFound``, ``ResourceInUse``
 (a name taken), 503 ``ServiceUnavailable`` while the store is down (boto3 retries it). ARNs
@@ -34,9 +35,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api.sagemaker import from_sagemaker, in_sagemaker_terms
 from api.sigv4 import SignatureRejected, verify
-from tuner.definition import NAME_PATTERN, TuningJobDefinition
+from tuner.definition import TuningJobDefinition
 from tuner.errors import NotFoundError, StoreUnavailable, TunerError, ValidationError
 from tuner.extras import MissingExtra
+from tuner.metrics import MetricPoint
+from tuner.names import TRAINING_JOB_NAME, TUNING_JOB_NAME
+from tuner.parameters import argv_word
 from tuner.records import ObjectiveStatus, TrainingJob, TrainingStatus, TuningJob, TuningStatus
 from tuner.service import TuningService
 from tuner.storage import Store
@@ -158,6 +162,11 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         summaries = [tuning_job_summary(r, store.list_training_jobs(r.name), region) for r in page]
         return {"HyperParameterTuningJobSummaries": summaries, **more}
 
+    def _describe_training(body: dict[str, Any], region: str) -> dict[str, Any]:
+        job = store.get_training_job(_training_name(body))
+        record = store.get_tuning_job(job.tuning_job_name)
+        return describe_training_job(job, record, store.metric_points(job.name), region)
+
     def _stop(body: dict[str, Any], _region: str) -> dict[str, Any]:
         service.stop(_name(body), store)
         return {}
@@ -165,6 +174,7 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
     operations: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
         "CreateHyperParameterTuningJob": _create,
         "DescribeHyperParameterTuningJob": _describe,
+        "DescribeTrainingJob": _describe_training,
         "ListHyperParameterTuningJobs": _list_tuning,
         "ListTrainingJobsForHyperParameterTuningJob": _list,
         "StopHyperParameterTuningJob": _stop,
@@ -242,10 +252,20 @@ def _json_object(raw: bytes) -> dict[str, Any]:
 
 def _name(body: dict[str, Any]) -> str:
     name = body.get("HyperParameterTuningJobName")
-    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
+    if not isinstance(name, str) or not re.fullmatch(TUNING_JOB_NAME, name):
         raise SageMakerError(
             "ValidationException",
-            f"HyperParameterTuningJobName must match {NAME_PATTERN}, got {name!r:.80}",
+            f"HyperParameterTuningJobName must match {TUNING_JOB_NAME}, got {name!r:.80}",
+        )
+    return name
+
+
+def _training_name(body: dict[str, Any]) -> str:
+    name = body.get("TrainingJobName")
+    if not isinstance(name, str) or not re.fullmatch(TRAINING_JOB_NAME, name):
+        raise SageMakerError(
+            "ValidationException",
+            f"TrainingJobName must match {TRAINING_JOB_NAME}, got {name!r:.80}",
         )
     return name
 
@@ -414,6 +434,73 @@ def training_job_summary(
             "Value": job.objective,
         }
     return summary
+
+
+def describe_training_job(
+    job: TrainingJob, record: TuningJob, points: list[MetricPoint], region: str
+) -> dict[str, Any]:
+    """``DescribeTrainingJob``'s answer for a training job of a tuning job: the hyperparameters
+    as its command line got them, and ``FinalMetricDataList``, each metric's last finite value
+    (stamped when it was read, no later than the job's end)."""
+    definition = record.definition
+    static = definition["job_definition"].get("static_hyperparameters") or {}
+    training = _training_definition(definition)
+    answer: dict[str, Any] = {
+        "TrainingJobName": job.name,
+        "TrainingJobArn": _arn(region, "training-job", job.name),
+        "TuningJobArn": _arn(region, "hyper-parameter-tuning-job", record.name),
+        "TrainingJobStatus": "InProgress"
+        if job.status is TrainingStatus.PENDING
+        else job.status.value,
+        "SecondaryStatus": _secondary_status(job),
+        "HyperParameters": {k: argv_word(v) for k, v in {**static, **job.hyperparameters}.items()},
+        "AlgorithmSpecification": training["AlgorithmSpecification"],
+        "StoppingCondition": training.get("StoppingCondition", {}),
+        "CreationTime": job.created_at,
+        "LastModifiedTime": max(
+            t for t in (job.created_at, job.started_at, job.running_at, job.ended_at) if t
+        ),
+    }
+    began = job.running_at if job.running_at is not None else job.started_at
+    if began is not None:
+        answer["TrainingStartTime"] = began
+    if job.ended_at is not None:
+        answer["TrainingEndTime"] = job.ended_at
+    if job.duration is not None:
+        seconds = round(job.duration)
+        answer["TrainingTimeInSeconds"] = answer["BillableTimeInSeconds"] = seconds
+    if job.failure_reason:
+        answer["FailureReason"] = job.failure_reason
+    if job.artifacts_uri:
+        answer["ModelArtifacts"] = {"S3ModelArtifacts": job.artifacts_uri}
+    last = {p.name: p for p in points if math.isfinite(p.value)}
+    answer["FinalMetricDataList"] = [
+        {"MetricName": p.name, "Value": p.value, "Timestamp": _printed(p.timestamp, job)}
+        for p in sorted(last.values(), key=lambda p: p.seq)
+    ]
+    return answer
+
+
+def _printed(read_at: float, job: TrainingJob) -> float:
+    """When a metric line was printed, as near as is known: a point is stamped when the tuner
+    read it, which for a short job is after the job ended; it was printed by then."""
+    return read_at if job.ended_at is None else min(read_at, job.ended_at)
+
+
+def _secondary_status(job: TrainingJob) -> str:
+    """SageMaker's ``SecondaryStatus``: Starting until the program runs, then Training, then
+    the end state (MaxRuntimeExceeded for a job ended by its ``max_runtime``)."""
+    if job.status is TrainingStatus.PENDING or (
+        job.status is TrainingStatus.IN_PROGRESS and job.running_at is None
+    ):
+        return "Starting"
+    if job.status is TrainingStatus.IN_PROGRESS:
+        return "Training"
+    if job.status is TrainingStatus.FAILED and (job.failure_reason or "").startswith(
+        "exceeded max_runtime"
+    ):
+        return "MaxRuntimeExceeded"
+    return job.status.value
 
 
 def _config(definition: dict[str, Any]) -> dict[str, Any]:

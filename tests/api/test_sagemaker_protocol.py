@@ -179,6 +179,27 @@ def test_boto3_creates_describes_and_lists_a_tuning_job(server: Server) -> None:
     )
     assert failed["TrainingJobSummaries"] == []
 
+    described = client.describe_training_job(TrainingJobName=best["TrainingJobName"])
+    assert described["TrainingJobStatus"] == described["SecondaryStatus"] == "Completed"
+    assert described["TuningJobArn"] == done["HyperParameterTuningJobArn"]
+    tuned = best["TunedHyperParameters"]
+    assert described["HyperParameters"] == {"epochs": "2", "sleep": "0", **tuned}
+    job = httpx.get(
+        f"{server.url}/training-jobs/{best['TrainingJobName']}",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ).json()
+    workdir = Path(job["workdir"])
+    argv = json.loads(next(workdir.rglob("argv.json")).read_text())
+    assert argv == [w for k, v in described["HyperParameters"].items() for w in (f"--{k}", v)]
+    [final] = described["FinalMetricDataList"]  # the last value of the one metric defined
+    assert (final["MetricName"], final["Value"]) == ("accuracy", max(values))
+    assert described["TrainingStartTime"] <= final["Timestamp"] <= described["TrainingEndTime"]
+    assert described["TrainingTimeInSeconds"] >= 0
+    entrypoint = described["AlgorithmSpecification"]["ContainerEntrypoint"]
+    assert entrypoint == [sys.executable, str(FAKE_TRAIN)]
+    with pytest.raises(client.exceptions.ResourceNotFound):
+        client.describe_training_job(TrainingJobName=f"{NAME}-999")
+
 
 def test_boto3_lists_tuning_jobs_with_sagemakers_filters(server: Server) -> None:
     client = sagemaker(server)
@@ -458,6 +479,7 @@ def test_a_pending_training_job_is_listed_as_in_progress(tmp_path: Path) -> None
     from api.sagemaker import from_sagemaker
     from api.sagemaker_protocol import sagemaker_router
     from tuner.definition import TuningJobDefinition
+    from tuner.records import TrainingStatus
     from tuner.storage import Store
 
     store = Store(f"sqlite:///{tmp_path / 'tuner.db'}")
@@ -492,4 +514,24 @@ def test_a_pending_training_job_is_listed_as_in_progress(tmp_path: Path) -> None
     ]
     counters = call("DescribeHyperParameterTuningJob", HyperParameterTuningJobName="pend")
     assert counters["TrainingJobStatusCounters"]["InProgress"] == 2
+
+    overran = store.create_training_job("pend", 3, {"x": 0.2, "layers": 1})
+    store.mark_started(overran.name, "handle", str(tmp_path))
+    reason = "exceeded max_runtime=600s and was stopped"
+    store.finish_training_job(overran.name, TrainingStatus.FAILED, failure_reason=reason)
+    statuses = {
+        n: call("DescribeTrainingJob", TrainingJobName=n)
+        for n in ("pend-001", "pend-002", "pend-003")
+    }
+    assert [(d["TrainingJobStatus"], d["SecondaryStatus"]) for d in statuses.values()] == [
+        ("InProgress", "Starting"),  # Pending
+        ("InProgress", "Starting"),  # launched, its program not yet running
+        ("Failed", "MaxRuntimeExceeded"),
+    ]
+    assert statuses["pend-003"]["FailureReason"] == reason
+    assert "TrainingStartTime" not in statuses["pend-001"]
+    assert statuses["pend-001"]["FinalMetricDataList"] == []
+    refused = call("DescribeTrainingJob", TrainingJobName="pend/../001")
+    assert refused["__type"] == "ValidationException"
+    assert "TrainingJobName must match" in refused["message"]
     store.close()
