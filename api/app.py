@@ -34,6 +34,7 @@ from starlette.routing import Match
 
 from api import schemas
 from api.dashboard import add_pages, data_router
+from api.renders import RenderLimit
 from api.sagemaker import from_sagemaker, in_sagemaker_terms, is_sagemaker_request
 from api.sagemaker_protocol import sagemaker_router
 from api.settings import Settings
@@ -134,28 +135,31 @@ def _summary(record: TuningJob) -> dict[str, Any]:
     }
 
 
-def tail_lines(path: Path, lines: int, end: int | None = None) -> bytes:
-    """The last ``lines`` lines of a file's first ``end`` bytes (all of it by default), a last
-    line without its newline counted as one; read backwards in blocks, each read and counted
-    once (time linear in what is returned), at most ``TAIL_LIMIT_BYTES`` of them (lines that
-    long are cut at their start)."""
-    if lines <= 0:
-        return b""
+def tail_start(path: Path, lines: int, end: int | None = None) -> int:
+    """Where the last ``lines`` lines of a file's first ``end`` bytes (all of it by default)
+    begin, a last line without its newline counted as one. Read backwards in blocks, none
+    kept (a tail of a 30 MB line held about 33 MB per request), at most ``TAIL_LIMIT_BYTES``
+    of them (lines that long are cut at their start)."""
     with open(path, "rb") as f:
-        position = f.seek(0, 2) if end is None else end
-        blocks: list[bytes] = []
-        newlines = 0
-        read = 0
-        while position > 0 and newlines <= lines and read < TAIL_LIMIT_BYTES:
-            step = min(65536, position)
-            read += step
+        end = f.seek(0, 2) if end is None else end
+        if lines <= 0 or end == 0:
+            return end
+        f.seek(end - 1)
+        wanted = lines + (f.read(1) == b"\n")  # newlines to pass: a last one ends the last line
+        position = end
+        while position > 0 and end - position < TAIL_LIMIT_BYTES:
+            step = min(65536, position, TAIL_LIMIT_BYTES - (end - position))
             position -= step
             f.seek(position)
-            blocks.append(f.read(step))
-            newlines += blocks[-1].count(b"\n")
-    data = b"".join(reversed(blocks))
-    pieces = data.split(b"\n")  # ends with b"" when the last line is whole
-    return b"\n".join(pieces[-lines - 1 :] if data.endswith(b"\n") else pieces[-lines:])
+            block = f.read(step)
+            found = block.count(b"\n")
+            if found >= wanted:
+                cut = len(block)
+                for _ in range(wanted):
+                    cut = block.rindex(b"\n", 0, cut)
+                return position + cut + 1
+            wanted -= found
+        return position
 
 
 def _finite(value: Any) -> Any:
@@ -176,11 +180,11 @@ def _read_from(path: Path, offset: int, limit: int = LOG_CHUNK_BYTES) -> bytes:
         return f.read(limit)
 
 
-def _log_pieces(path: Path, end: int) -> Iterator[bytes]:
-    """A log's first ``end`` bytes in pieces of at most ``LOG_CHUNK_BYTES``: a log of gigabytes
-    is sent without being held in memory (it was read whole, decoded and encoded again: three
-    times its size per request)."""
-    offset = 0
+def _log_pieces(path: Path, end: int, start: int = 0) -> Iterator[bytes]:
+    """A log's bytes from ``start`` to ``end`` in pieces of at most ``LOG_CHUNK_BYTES``: a log
+    of gigabytes is sent without being held in memory (it was read whole, decoded and encoded
+    again: three times its size per request)."""
+    offset = start
     while offset < end:
         data = _read_from(path, offset, min(LOG_CHUNK_BYTES, end - offset))
         if not data:
@@ -189,12 +193,19 @@ def _log_pieces(path: Path, end: int) -> Iterator[bytes]:
         yield data
 
 
-def _log_text(path: Path, end: int) -> Iterator[bytes]:
-    """``_log_pieces`` with invalid UTF-8 replaced (also a character cut by a piece's end)."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    for data in _log_pieces(path, end):
+def _log_text(path: Path, end: int, start: int = 0) -> Iterator[bytes]:
+    """``_log_pieces`` as ``_utf8`` sends them."""
+    decoder = _utf8()
+    for data in _log_pieces(path, end, start):
         yield decoder.decode(data).encode()
     yield decoder.decode(b"", final=True).encode()
+
+
+def _utf8() -> codecs.IncrementalDecoder:
+    """A log's bytes as UTF-8 text: invalid bytes replaced (U+FFFD), a character cut by a
+    piece's end kept until its rest comes. Every way of reading a log sends text so (a
+    follower got the raw bytes under ``charset=utf-8``)."""
+    return codecs.getincrementaldecoder("utf-8")("replace")
 
 
 def _methods_of(app: FastAPI, request: Request) -> list[str]:
@@ -311,9 +322,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
             )
 
+    renders = RenderLimit()
+
     @app.get("/healthz", response_model=schemas.Health, tags=["service"])
-    def healthz() -> dict[str, str]:
-        """Liveness: answers without authentication."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: answers without authentication, on the event loop (never waiting for a
+        worker thread that other requests hold)."""
         return {"status": "ok"}
 
     api = APIRouter(dependencies=[Depends(authorize)], responses=ERRORS)
@@ -385,12 +399,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return [training_job_dict(j) for j in jobs]
 
     @api.get("/tuning-jobs/{name}/fidelity", response_model=schemas.Fidelity, tags=["tuning jobs"])
-    def tuning_job_fidelity(
+    async def tuning_job_fidelity(
         name: TuningName, eta: Annotated[int, Query(ge=2, le=100)] = 3
     ) -> dict[str, Any]:
         """How well each step of the objective ranks the completed training jobs as they end,
         and the Hyperband ``min_resource`` that suggests (as ``tuner fidelity``)."""
-        return tuning_job_report(store, name, eta)
+        return await renders.run(tuning_job_report, store, name, eta)
 
     @api.post(
         "/tuning-jobs/{name}/stop", response_model=schemas.TuningJobSummary, tags=["tuning jobs"]
@@ -421,10 +435,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             path = Path(job.workdir or "") / LOG_FILE
             if job.workdir is None or not path.exists():
                 return PlainTextResponse("")
-            if tail:
-                return PlainTextResponse(tail_lines(path, tail).decode("utf-8", "replace"))
             end = path.stat().st_size  # what was written when asked
-            return StreamingResponse(_log_text(path, end), media_type="text/plain; charset=utf-8")
+            start = tail_start(path, tail, end) if tail else 0
+            text = _log_text(path, end, start)
+            return StreamingResponse(text, media_type="text/plain; charset=utf-8")
 
         async def stream() -> AsyncIterator[bytes]:
             """Waits asleep on the event loop, not in a worker thread: 200 followers held
@@ -439,21 +453,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 current = await asyncio.to_thread(store.get_training_job, name)
             path = Path(current.workdir) / LOG_FILE
             offset = path.stat().st_size
-            if tail:
-                yield await asyncio.to_thread(tail_lines, path, tail, offset)
-            else:  # what was written when asked, each piece read in a thread
-                pieces = _log_pieces(path, offset)
-                while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
-                    yield piece
+            start = await asyncio.to_thread(tail_start, path, tail, offset) if tail else 0
+            decoder = _utf8()
+            pieces = _log_pieces(path, offset, start)  # what was written when asked
+            while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+                if text := decoder.decode(piece).encode():
+                    yield text
             while time.monotonic() < deadline:
                 data = await asyncio.to_thread(_read_from, path, offset)
                 offset += len(data)
                 if data:
-                    yield data
+                    if text := decoder.decode(data).encode():
+                        yield text
                 elif (await asyncio.to_thread(store.get_training_job, name)).status.terminal:
-                    return
+                    break
                 else:
                     await asyncio.sleep(FOLLOW_POLL_SECONDS)
+            if rest := decoder.decode(b"", final=True).encode():
+                yield rest
 
         return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
 
@@ -463,11 +480,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         tags=["reports"],
         responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
     )
-    def report(name: TuningName, format: Format = "json") -> Any:
+    async def report(name: TuningName, format: Format = "json") -> Any:
         """The tuning job's report (best-so-far curves, tables, objective against each
         hyperparameter) as JSON or a self-contained HTML page."""
-        data = build(store, [name])
-        return HTMLResponse(render_html(data, f"Tuning job {name}")) if format == "html" else data
+        return await renders.run(_report, [name], format, f"Tuning job {name}")
 
     @api.get(
         "/reports/compare",
@@ -475,7 +491,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         tags=["reports"],
         responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
     )
-    def compare(
+    async def compare(
         names: Annotated[list[str], Query(min_length=1, max_length=20)],
         format: Format = "json",
     ) -> Any:
@@ -484,12 +500,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for n in names:
             if not re.fullmatch(TUNING_NAME, n):
                 raise HTTPException(400, f"names must match {TUNING_NAME}, got {n!r}")
+        return await renders.run(_report, names, format, "Comparison")
+
+    def _report(names: list[str], format: str, title: str) -> Any:
         data = build(store, names)
-        return HTMLResponse(render_html(data, "Comparison")) if format == "html" else data
+        return HTMLResponse(render_html(data, title)) if format == "html" else data
 
     app.include_router(api)
     app.include_router(
-        data_router(store),
+        data_router(store, renders),
         dependencies=[Depends(authorize)],
         responses=ERRORS,
     )

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from api.dashboard_data import log_chunk, overview, trials
+from api.renders import RenderLimit
 from tuner.names import (
     TRAINING_JOB_NAME,
     TRAINING_JOB_NAME_LENGTH,
@@ -175,8 +176,9 @@ def compact_json(model: type[BaseModel], data: dict[str, Any], request: Request)
     return Response(body, media_type="application/json", headers=headers)
 
 
-def data_router(store: Store) -> APIRouter:
-    """The endpoints the pages poll; the caller adds the token check (``dependencies``)."""
+def data_router(store: Store, renders: RenderLimit) -> APIRouter:
+    """The endpoints the pages poll; the caller adds the token check (``dependencies``); the
+    trial columns and comparisons are built under ``renders``."""
     router = APIRouter()
     tuning = Annotated[str, PathParam(pattern=TUNING_JOB_NAME, max_length=TUNING_JOB_NAME_LENGTH)]
     training = Annotated[
@@ -198,10 +200,10 @@ def data_router(store: Store) -> APIRouter:
         return overview(store, status, name, limit, offset)
 
     @router.get("/tuning-jobs/{name}/trials", response_model=Trials, tags=["dashboard"])
-    def tuning_job_trials(name: tuning, request: Request) -> Response:
+    async def tuning_job_trials(name: tuning, request: Request) -> Response:
         """Counters, best-so-far curve and every training job as compact columns (gzipped
         when large and the client accepts it)."""
-        return compact_json(Trials, trials(store, name), request)
+        return await renders.run(lambda: compact_json(Trials, trials(store, name), request))
 
     @router.get("/training-jobs/{name}/log-chunk", response_model=LogChunk, tags=["dashboard"])
     def training_job_log_chunk(
@@ -215,7 +217,7 @@ def data_router(store: Store) -> APIRouter:
         return log_chunk(store, name, offset, limit)
 
     @router.get("/dashboard/compare", response_model=Comparison, tags=["dashboard"])
-    def dashboard_compare(
+    async def dashboard_compare(
         names: Annotated[list[str], Query(min_length=1, max_length=MAX_COMPARE)],
     ) -> dict[str, Any]:
         """The comparison report's arms, best-so-far curves, reach and top configurations of
@@ -223,6 +225,9 @@ def data_router(store: Store) -> APIRouter:
         for n in names:
             if re.fullmatch(TUNING_JOB_NAME, n) is None:
                 raise HTTPException(400, f"names must match {TUNING_JOB_NAME}, got {n!r}")
+        return await renders.run(comparison, names)
+
+    def comparison(names: list[str]) -> dict[str, Any]:
         data = build(store, names)
         keep = ("generated_at", "objective", "arms", "curves", "reach", "top")
         return {

@@ -90,23 +90,41 @@ def _peak_rss_kib(pid: int) -> int:
 def test_a_large_log_is_sent_in_pieces_not_held_in_memory(server, http):
     """One GET of a 400 MiB log took the server from 0.7 to 1.9 GB (read whole, decoded,
     encoded again); it is streamed now, invalid UTF-8 still replaced, also where a character
-    is cut by a piece's end."""
+    is cut by a piece's end, and so are tails and what a follower gets."""
     body = definition("big-log", max_jobs=1, max_parallel_jobs=1)
     assert http.post("/tuning-jobs", json=body).status_code == 201
     wait_status(http, "big-log", {"Completed"})
     job = http.get("/training-jobs/big-log-001").json()
     path = Path(job["workdir"]) / "log.txt"
     head = path.read_bytes()
+    assert server.process is not None
+    # A tail of one 30 MiB line: its last 16 MiB (the limit), no copy of it held (a tail of it
+    # held about 33 MiB per request), the same with follow.
+    path.write_bytes(head + b"\xff\n" + b"z" * (30 << 20))
+    before = _peak_rss_kib(server.process.pid)
+    for follow in (False, True):
+        params = {"tail": 2, "follow": follow}
+        with http.stream("GET", "/training-jobs/big-log-001/logs", params=params) as response:
+            assert b"".join(response.iter_bytes()) == b"z" * (16 << 20), follow
+    grew_mib = (_peak_rss_kib(server.process.pid) - before) / 1024
+    assert grew_mib < 24, f"the server's peak memory grew by {grew_mib:.0f} MiB"
+
     cut = b"x" * ((1 << 20) - len(head) - 1) + "é".encode()  # é straddles the 1 MiB mark
     bulk = (b"y" * 1023 + b"\n") * (96 << 10)  # 96 MiB
     path.write_bytes(head + cut + b"\xff\n" + bulk)
-    assert server.process is not None
     before = _peak_rss_kib(server.process.pid)
     with http.stream("GET", "/training-jobs/big-log-001/logs") as response:
         received = b"".join(response.iter_bytes())
     grew_mib = (_peak_rss_kib(server.process.pid) - before) / 1024
     assert received == (head + cut + b"\xff\n" + bulk).decode("utf-8", "replace").encode()
     assert grew_mib < 48, f"the server's peak memory grew by {grew_mib:.0f} MiB"
+    # A follower gets the same text: invalid UTF-8 replaced (it got the raw bytes under
+    # charset=utf-8), a character cut by a piece's end whole.
+    with http.stream("GET", "/training-jobs/big-log-001/logs", params={"follow": True}) as r:
+        assert b"".join(r.iter_bytes()) == received
+    lines = {"tail": 2, "follow": True}
+    with http.stream("GET", "/training-jobs/big-log-001/logs", params=lines) as r:
+        assert b"".join(r.iter_bytes()) == bulk[-2048:]
 
 
 def test_describe_shows_the_strategys_state(http):

@@ -1,11 +1,16 @@
-"""``api.app.tail_lines``: the last lines of a log, across block boundaries and huge lines."""
+"""``api.app.tail_start``: where the last lines of a log, across block boundaries and huge lines."""
 
 from __future__ import annotations
 
 import random
 import re
 
-from api.app import tail_lines
+from api.app import TAIL_LIMIT_BYTES, tail_start
+
+
+def tail_lines(path, lines, end=None):
+    data = path.read_bytes()[:end]
+    return data[tail_start(path, lines, end) :]
 
 
 def last_lines(data: bytes, n: int) -> bytes:
@@ -34,3 +39,10 @@ def test_a_last_line_without_its_newline_is_one_of_the_lines(tmp_path):
     assert tail_lines(log, 1) == b"final progress 100%"
     assert tail_lines(log, 2) == b"b\nfinal progress 100%"
     assert tail_lines(log, 9) == b"a\nb\nfinal progress 100%"
+
+
+def test_a_line_longer_than_the_limit_is_cut_at_its_start(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"first\n" + b"z" * (TAIL_LIMIT_BYTES + 10))
+    assert tail_start(log, 1) == 6 + 10
+    assert tail_start(log, 3) == 6 + 10
