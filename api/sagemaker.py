@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -337,6 +338,12 @@ def _tags(tags: Any) -> dict[str, Any]:
         raise ValidationError(
             f'Tags must be a list of {{"Key": ..., "Value": ...}}, got {tags!r:.100}'
         )
+    keys = [tag["Key"] for tag in tags]
+    if not all(isinstance(k, str) for k in keys):
+        raise ValidationError(f"Tags' keys must be strings, got {keys!r:.100}")
+    twice = sorted(k for k, n in Counter(keys).items() if n > 1)
+    if twice:  # one value would be dropped without a word
+        raise ValidationError(f"Tags must have distinct keys, got {twice!r:.100} more than once")
     return {tag["Key"]: tag["Value"] for tag in tags}
 
 

@@ -580,6 +580,16 @@ SAGEMAKER_MISTAKES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]
     ),
     ("bad-tags", lambda r: r.update(Tags=[{"Key": "team"}]), ['Tags must be a list of {"Key"']),
     (
+        "tag-twice",
+        lambda r: r.update(Tags=[{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]),
+        ["Tags must have distinct keys, got ['a'] more than once"],
+    ),
+    (
+        "tag-key-a-list",
+        lambda r: r.update(Tags=[{"Key": ["a"], "Value": "1"}]),
+        ["Tags' keys must be strings, got [['a']]"],
+    ),
+    (
         "no-max-jobs-without-grid",
         lambda r: _config(r)["ResourceLimits"].pop("MaxNumberOfTrainingJobs"),
         ["HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs: required, missing"],
