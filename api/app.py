@@ -308,6 +308,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         elif exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
             message = f"the body is not UTF-8 JSON: {exc.__cause__}"
+        elif exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+            message = f"the body could not be read as JSON: {exc.__cause__}"  # a 5,000-digit int
         return JSONResponse({"detail": message}, status_code=exc.status_code, headers=headers)
 
     bearer = HTTPBearer(auto_error=False)

@@ -739,8 +739,9 @@ def test_a_method_the_path_lacks_gets_a_405_naming_every_method_it_has(http):
     [
         (b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nests JSON objects and lists deeper than the"),
         (b'{"name": "caf\xe9"}', "the body is not UTF-8 JSON: 'utf-8' codec can't decode byte"),
+        (b'{"max_jobs": ' + b"9" * 5000 + b"}", "could not be read as JSON: Exceeds the limit"),
     ],
-    ids=["nested-5000-deep", "latin-1"],
+    ids=["nested-5000-deep", "latin-1", "a-5000-digit-number"],
 )
 def test_a_body_python_cannot_read_gets_a_400_saying_why(http, body, message):
     """Both got 400 "There was an error parsing the body"."""
