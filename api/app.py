@@ -326,10 +326,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     renders = RenderLimit()
 
-    @app.get("/healthz", response_model=schemas.Health, tags=["service"])
+    @app.api_route(
+        "/healthz", methods=["GET", "HEAD"], response_model=schemas.Health, tags=["service"]
+    )
     async def healthz() -> dict[str, str]:
-        """Liveness: answers without authentication, on the event loop (never waiting for a
-        worker thread that other requests hold)."""
+        """Liveness: answers without authentication (HEAD too, as uptime checkers ask), on the
+        event loop (never waiting for a worker thread that other requests hold)."""
         return {"status": "ok"}
 
     api = APIRouter(dependencies=[Depends(authorize)], responses=ERRORS)

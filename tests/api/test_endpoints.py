@@ -39,6 +39,7 @@ ENDPOINTS = [
 @pytest.mark.parametrize(("method", "path"), ENDPOINTS)
 def test_every_endpoint_but_healthz_needs_the_token(server, method, path):
     assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
+    assert httpx.head(f"{server.url}/healthz").status_code == 200  # as uptime checkers ask
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"}):
         response = httpx.request(method, server.url + path, headers=headers, json={})
         assert response.status_code == 401
