@@ -14,6 +14,7 @@ from tuner.metrics import (
     ObjectiveAggregation,
     final_objective,
     parse_log,
+    parse_log_file,
     validate_metric_definitions,
 )
 
@@ -97,6 +98,25 @@ def test_very_long_lines_are_cut_without_losing_later_lines():
     points += parser.close()
     assert [p.value for p in points] == [0.25]
     assert len(parser._buffer) == 0
+
+
+def test_a_long_line_fed_at_once_is_parsed_in_the_same_pieces_as_fed_in_parts(tmp_path):
+    """``check-metrics`` feeds a whole log at once: its pieces were cut off the rest one by one,
+    each cut copying the rest (a 48 MB line took 24 s). Pieces of max_line_chars, the last one
+    of 1 to max_line_chars kept for the next feed, whichever way the bytes come."""
+    line = "".join(f"validation: accuracy=0.{i:03d} " for i in range(300))  # no line break
+    at_once = LogMetricParser([ACC], max_line_chars=100)
+    in_parts = LogMetricParser([ACC], max_line_chars=100)
+    whole = at_once.feed(line.encode()) + at_once.close()
+    parts = [p for i in range(0, len(line), 7) for p in in_parts.feed(line[i : i + 7].encode())]
+    parts += in_parts.close()
+    assert [p.value for p in whole] == [p.value for p in parts]
+    assert at_once.lines == in_parts.lines == -(-len(line) // 100)
+    log = tmp_path / "log.txt"
+    log.write_bytes(line.encode())
+    from_file, parser, size = parse_log_file(log, [ACC], chunk_size=1000)
+    assert [p.value for p in from_file] == [i / 1000 for i in range(300)]  # a line of 8,100
+    assert size == len(line) and parser.lines == 1
 
 
 def test_points_carry_time_from_the_clock():

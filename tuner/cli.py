@@ -21,13 +21,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
-from tuner.metrics import MetricDefinition, final_objective, parse_log
+from tuner.metrics import MetricDefinition, final_objective, parse_log_file
 from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
@@ -399,10 +398,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 SLOW_REGEX_SECONDS_PER_MB = 1.0
 
 
-def _regex_seconds(metric: MetricDefinition, data: bytes) -> float:
+def _regex_seconds(metric: MetricDefinition, log: str) -> float:
     """Seconds one metric's regex alone takes over a whole log (RE2: linear in its size)."""
     started = time.perf_counter()
-    parse_log(data, [metric])
+    parse_log_file(log, [metric])
     return time.perf_counter() - started
 
 
@@ -418,15 +417,14 @@ def metrics_definition(path: str) -> TuningJobDefinition:
 def cmd_check_metrics(args: argparse.Namespace) -> int:
     definition = metrics_definition(args.config)
     try:
-        data = Path(args.log).read_bytes()
+        points, parser, size = parse_log_file(args.log, definition.metrics())
     except OSError as exc:
         raise TunerError(f"cannot read log {args.log}: {exc}") from None
-    points, parser = parse_log(data, definition.metrics())
     print(f"{args.log}: {parser.lines} lines, {len(points)} metric values")
     found_objective = False
     for metric in definition.metrics():
-        seconds = _regex_seconds(metric, data)
-        if seconds > args.slow_per_mb * max(1.0, len(data) / 1e6):
+        seconds = _regex_seconds(metric, args.log)
+        if seconds > args.slow_per_mb * max(1.0, size / 1e6):
             print(
                 f"  {metric.name}: regex {metric.regex!r} is slow: {seconds:.2f} s for this log "
                 f"(more than {args.slow_per_mb:g} s per MB); simplify it"
