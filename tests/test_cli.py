@@ -212,6 +212,26 @@ def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path, signals):
     assert described["training_job_status_counters"]["InProgress"] == 0
 
 
+def test_a_second_sigterm_as_the_run_ends_does_not_change_its_exit_code(tmp_path):
+    """A supervisor repeating SIGTERM: the second came after the jobs had stopped, while the
+    process was exiting, with the default handler back, and it exited 143 instead of 130."""
+    run = start_long_run(tmp_path, "twice", 2, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(list((tmp_path / "runs" / "twice").glob("*/output/argv.json"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.3)
+    run.send_signal(signal.SIGTERM)
+    for _ in range(20):  # through the stop and the exit, until the process is gone
+        time.sleep(0.05)
+        if run.poll() is not None:
+            break
+        run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    assert "running training jobs were stopped" in err
+
+
 def test_a_run_stopped_by_ctrl_c_is_resumed_without_using_up_max_jobs(tmp_path):
     """`tuner resume` refused it ("has ended (Stopped)") and so did running the file again:
     the rest of max_jobs could never run, e.g. after the end of a Slurm allocation."""

@@ -96,7 +96,9 @@ def _drive(
     def on_stop_signal(signum: int, _frame: object) -> None:
         """The first Ctrl-C or SIGTERM (``timeout``, ``docker stop``, Slurm's end of a job):
         stop the running jobs (SIGTERM, SIGKILL after the grace period) and end the tuning job
-        as Stopped. Later ones only say so: leaving then would orphan the jobs."""
+        as Stopped. Later ones only say so: leaving then would orphan the jobs; once the
+        run has ended they are ignored until the process exits (one then killed it: exit
+        143, not 130)."""
         if stopping:
             print(
                 f"tuner: already stopping: running training jobs get up to {grace:g} s "
@@ -112,7 +114,9 @@ def _drive(
         run(bar)
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            # Stopped by a signal, the process exits 130 next: a repeated one is ignored (SIG_IGN
+            # outlives the interpreter's shutdown, which resets Python handlers to the default)
+            signal.signal(number, signal.SIG_IGN if stopping else handler)
         bar.close()
     if tuner.describe()["status_reason"] == SIGNALLED:
         print(
