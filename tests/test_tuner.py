@@ -325,6 +325,12 @@ BAD = [
         "warm_start_config.type: Input should be 'IdenticalDataAndAlgorithm' or "
         "'TransferLearning', got 'Transfer'",
     ),
+    # each of these was a bare ValueError from dict() ("dictionary update sequence element")
+    ({"metric_definitions": "acc"}, "metric_definitions: Input should be a valid list, got 'acc'"),
+    ({"metric_definitions": ["acc"]}, "metric_definitions.0: Input should be a valid dictionary"),
+    ({"strategy_options": "x"}, "strategy_options: Input should be a valid dictionary, got 'x'"),
+    ({"job_definition": "python x.py"}, "job_definition: Input should be a valid dictionary"),
+    ({"hyperparameter_ranges": "x"}, "hyperparameter_ranges must be a mapping of names to"),
 ]
 
 

@@ -173,6 +173,11 @@ class HyperparameterTuner:
         tracking_uri: str | None = None,
         min_relative_improvement: float = 0.0,
     ) -> None:
+        if not isinstance(hyperparameter_ranges, Mapping):
+            raise ValidationError(
+                "hyperparameter_ranges must be a mapping of names to ContinuousParameter, "
+                f"IntegerParameter or CategoricalParameter, got {hyperparameter_ranges!r:.100}"
+            )
         ranges: dict[str, Any] = {}
         for key, rng in dict(hyperparameter_ranges).items():
             if not hasattr(rng, "to_dict"):
@@ -184,7 +189,7 @@ class HyperparameterTuner:
         jd = (
             job_definition.model_dump()
             if isinstance(job_definition, JobDefinition)
-            else dict(job_definition)
+            else _plain(job_definition)
         )
         try:
             grid = strategy_name(strategy) == "Grid"
@@ -201,14 +206,16 @@ class HyperparameterTuner:
                 "objective_aggregation": objective_aggregation,
                 "hyperparameter_ranges": ranges,
                 "metric_definitions": [
-                    m.to_dict() if isinstance(m, MetricDefinition) else dict(m)
+                    m.to_dict() if isinstance(m, MetricDefinition) else _plain(m)
                     for m in metric_definitions
-                ],
+                ]
+                if isinstance(metric_definitions, list | tuple)
+                else metric_definitions,
                 "strategy": strategy,
-                "strategy_options": dict(strategy_options or {}),
-                "strategy_config": dict(strategy_config or {}),
+                "strategy_options": _plain(strategy_options or {}),
+                "strategy_config": _plain(strategy_config or {}),
                 "early_stopping_type": early_stopping_type,
-                "early_stopping_options": dict(early_stopping_options or {}),
+                "early_stopping_options": _plain(early_stopping_options or {}),
                 "max_parallel_jobs": max_parallel_jobs,
                 "max_failed_jobs": max_failed_jobs,
                 "random_seed": random_seed,
@@ -630,3 +637,9 @@ def _check_page(limit: Any, offset: Any) -> None:
         raise ValidationError(f"limit must be an integer 1..{MAX_PAGE} (or None), got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
         raise ValidationError(f"offset must be an integer 0..{MAX_OFFSET}, got {offset!r}")
+
+
+def _plain(value: Any) -> Any:
+    """A mapping as a dict; anything else as it is, for the definition to refuse by its rule
+    (``dict("acc")`` raised a bare ValueError)."""
+    return dict(value) if isinstance(value, Mapping) else value
