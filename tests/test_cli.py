@@ -62,6 +62,22 @@ def tuner(
     )
 
 
+def test_describe_escapes_control_characters_in_the_table(tmp_path):
+    """A categorical value (from any client, REST included) with an escape sequence reached
+    the terminal of whoever ran describe, and one with a line break split its row."""
+    ranges = {
+        "x": {"type": "continuous", "min_value": 0.0, "max_value": 1.0},
+        "c": {"type": "categorical", "values": ["\x1b[31mRED\x1b[0m", "a\nb"]},
+    }
+    data = definition(tmp_path, max_jobs=4, hyperparameter_ranges=ranges)
+    run = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "esc")
+    assert run.returncode == 0, run.stderr
+    table = tuner(tmp_path, "describe", "esc", "--top", "4").stdout
+    assert "\x1b" not in table and "\\x1b[31mRED\\x1b[0m" in table and "a\\nb" in table
+    rows = [line for line in table.splitlines() if re.match(r"^ +esc-00\d ", line)]
+    assert len(rows) == 4 and all(("\\x1b" in r) != ("a\\nb" in r) for r in rows)
+
+
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     data = definition(tmp_path, max_jobs=1, max_parallel_jobs=1)
     result = tuner(tmp_path, "run", str(write(tmp_path, data)), "--name", "piped")

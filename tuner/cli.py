@@ -138,7 +138,11 @@ def _drive(
 
 
 def _cell(value: object) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    """A table cell: floats to 6 significant digits; text with control characters escaped
+    (a categorical value can hold an escape sequence for the terminal, or a line break that
+    split the row)."""
+    text = f"{value:.6g}" if isinstance(value, float) else str(value)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
@@ -177,7 +181,12 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         sign = -1.0 if d["objective"]["type"] == "Maximize" else 1.0
         shown = sorted(done, key=lambda j: (sign * (j.objective or 0.0), j.number))[:top]
         names = list(tuner.definition.hyperparameter_ranges)
-        head = ["TrainingJobName", *names, "FinalObjectiveValue", "TrainingElapsedTimeSeconds"]
+        head = [
+            "TrainingJobName",
+            *map(_cell, names),
+            "FinalObjectiveValue",
+            "TrainingElapsedTimeSeconds",
+        ]
         rows = [
             [
                 j.name,
