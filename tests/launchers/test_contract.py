@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -149,8 +150,17 @@ def test_missing_program_is_a_launch_error(make, tmp_path):
     launcher = make()
     bad = LaunchSpec(name="j", argv=["/no/such/program"], workdir=tmp_path / "j")
     if kind(make) == "local":
-        with pytest.raises(LaunchError, match="cannot start '/no/such/program'"):
+        with pytest.raises(LaunchError, match=r"cannot start '/no/such/program' .*: no such file"):
             launcher.start(bad)
+        script = tmp_path / "train.sh"  # it said "no such executable program" for these too
+        script.write_text("#!/bin/sh\necho hi\n")
+        for argv, why in (
+            ([str(script)], "it is not executable (chmod +x, or run it with its interpreter"),
+            ([str(tmp_path)], "it is a directory"),
+            (["no-such-trainer-anywhere"], "no such executable program on PATH"),
+        ):
+            with pytest.raises(LaunchError, match=re.escape(why)):
+                launcher.start(LaunchSpec(name="j", argv=argv, workdir=tmp_path / "j"))
         return
     status, log = wait(launcher, launcher.start(bad))  # the container's init reports it
     assert status.exit_code == 127

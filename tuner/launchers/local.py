@@ -53,12 +53,19 @@ KEEPER = str(Path(__file__).with_name("exit_keeper.py"))
 KEEPER_COMMAND = (sys.executable, "-I", "-S", KEEPER)
 
 
-def _resolve(program: str, cwd: Path, path: str) -> str | None:
-    """Where ``program`` is found as ``execvp`` would find it (relative to ``cwd``), or None."""
-    if "/" in program:
-        full = Path(cwd) / program
-        return str(full) if os.access(full, os.X_OK) and full.is_file() else None
-    return shutil.which(program, path=path)
+def _unrunnable(program: str, cwd: Path, path: str) -> str | None:
+    """Why ``execvp`` could not run ``program`` (found on ``path``, or relative to ``cwd``
+    when it holds a slash), or None when it can."""
+    if "/" not in program:
+        return None if shutil.which(program, path=path) else "no such executable program on PATH"
+    full = Path(cwd) / program
+    if not full.exists():
+        return "no such file"
+    if full.is_dir():
+        return "it is a directory"
+    if not os.access(full, os.X_OK):
+        return f"it is not executable (chmod +x, or run it with its interpreter: python {program})"
+    return None
 
 
 @dataclass
@@ -189,13 +196,12 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                 f"cannot start {spec.argv[0]!r} for job {spec.name}: working_directory "
                 f"{str(spec.cwd)!r} is not a directory"
             )
-        program = _resolve(spec.argv[0], spec.cwd or spec.workdir, env["PATH"])
-        if program is None or any("\x00" in arg for arg in spec.argv):
+        why = _unrunnable(spec.argv[0], spec.cwd or spec.workdir, env["PATH"])
+        if any("\x00" in arg for arg in spec.argv):
+            why = "a NUL byte in an argument"
+        if why is not None:
             self.slots.release(spec.name)
-            raise LaunchError(
-                f"cannot start {spec.argv[0]!r} for job {spec.name}: no such executable program "
-                "(or a NUL byte in an argument)"
-            )
+            raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {why}")
         with contextlib.suppress(FileNotFoundError):
             (spec.workdir / EXIT_FILE).unlink()  # a status from an earlier start is not ours
         log = open(spec.workdir / LOG_FILE, "wb")  # noqa: SIM115 - closed when the job ends
