@@ -27,6 +27,7 @@ from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
 from tuner.metrics import MetricDefinition, final_objective, parse_log_file
+from tuner.owners import owner_is_gone
 from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
@@ -333,7 +334,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
     out) this one takes it over as ``resume`` does, so its training jobs are stopped too."""
     store = Store(args.storage, create=False)
     record = store.request_stop(args.name)
-    if args.wait and not record.status.terminal and record.lease_expires:
+    orphaned = owner_is_gone(record.owner)  # taken over at once, no lease to wait out
+    if args.wait and not record.status.terminal and record.lease_expires and not orphaned:
         until = datetime.fromtimestamp(record.lease_expires, UTC).strftime("%H:%M:%S UTC")
         print(
             f"tuner stop: waiting for {record.name} to end: its process stops it, or, if that "

@@ -39,10 +39,11 @@ from sqlalchemy.engine import make_url
 from tuner.definition import TuningJobDefinition, check_working_directory
 from tuner.errors import StorageError, ValidationError
 from tuner.launch_policy import LaunchPolicy
+from tuner.owners import process_owner
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
 from tuner.tracking import tracker_for
-from tuner.tuner import default_name, positive_whole, process_owner
+from tuner.tuner import default_name, positive_whole
 from tuner.warm_start import resolve
 from tuner.worker import run_tuning_job
 

@@ -21,7 +21,6 @@ import contextlib
 import math
 import os
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from tuner.definition import JobDefinition, TuningJobDefinition, check_working_d
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
+from tuner.owners import owner_is_gone, process_owner
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
@@ -90,11 +90,6 @@ def positive_whole(text: str) -> int | None:
 
 def default_name(prefix: str = "tuning") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-def process_owner() -> str:
-    """A name for this process as the holder of tuning-job leases."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class HyperparameterTuner:
@@ -431,7 +426,8 @@ class HyperparameterTuner:
                 "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
                 "resumed: start another (warm_start_config takes this one's results)"
             )
-        if not reopened and not self.store.claim_tuning_job(name, owner, lease_seconds()):
+        gone = record.owner if owner_is_gone(record.owner) else None  # killed on this machine
+        if not reopened and not self.store.claim_tuning_job(name, owner, lease_seconds(), gone):
             record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended
             if record.status.terminal:
                 raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
@@ -539,7 +535,8 @@ class HyperparameterTuner:
         return self.describe()
 
     def _stop_if_orphaned(self) -> bool:
-        """A stop asked of a tuning job whose process is gone (no owner, or its lease ran out)
+        """A stop asked of a tuning job whose process is gone (no owner, its lease ran out, or
+        its holder is known to have ended: ``tuner.owners``)
         is carried out here, as ``tuner stop`` does: this process takes it over like
         ``resume``, stops its training jobs (starting none) and ends it; True then. Else its
         owner does, and this returns False."""
@@ -548,7 +545,8 @@ class HyperparameterTuner:
         record = self.store.get_tuning_job(self._require_name())
         if record.status.terminal or not record.stop_requested:
             return False
-        if record.owner is None or (record.lease_expires or 0.0) < time.time():
+        expired = (record.lease_expires or 0.0) < time.time()
+        if record.owner is None or expired or owner_is_gone(record.owner):
             with contextlib.suppress(ValidationError):  # another process took it meanwhile
                 self.resume()
                 return True

@@ -47,6 +47,7 @@ from tuner.launchers.tracked import (
     with_interpreter_dir,
     write_atomically,
 )
+from tuner.owners import start_ticks
 
 KEEPER = str(Path(__file__).with_name("exit_keeper.py"))
 # How every local job's wrapper starts: a bare interpreter (no site, no user environment).
@@ -74,15 +75,6 @@ class _LocalJob(TrackedJob):
     pid: int = 0
     ticks: int = 0  # the process's start time in clock ticks, against pid reuse
     log: IO[bytes] | None = None
-
-
-def _start_ticks(pid: int) -> int:
-    """When the process started, in clock ticks since boot (0 if it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def _alive(pid: int, ticks: int) -> bool:
@@ -221,7 +213,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             reader.close()
             self.slots.release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
-        handle = f"local:{process.pid}:{_start_ticks(process.pid)}:{spec.name}"
+        handle = f"local:{process.pid}:{start_ticks(process.pid)}:{spec.name}"
         write_atomically(spec.workdir / HANDLE_FILE, handle)
         self._jobs[handle] = _LocalJob(
             spec,
@@ -229,7 +221,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             gpus,
             process=process,
             pid=process.pid,
-            ticks=_start_ticks(process.pid),
+            ticks=start_ticks(process.pid),
             log=log,
             began_at=time.time(),
             reader=reader,
@@ -276,7 +268,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                 return handle
         marker = f"{LAUNCH_MARKER}={spec.workdir}".encode()
         pid = _find_process(marker)
-        if pid is not None and (ticks := _start_ticks(pid)):
+        if pid is not None and (ticks := start_ticks(pid)):
             handle = f"local:{pid}:{ticks}:{spec.name}"
         elif _left_a_trace(spec.workdir):
             handle = f"local:0:0:{spec.name}"

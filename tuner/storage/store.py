@@ -449,17 +449,20 @@ class Store:
 
     # Leases
 
-    def claim_tuning_job(self, name: str, owner: str, ttl: float) -> bool:
-        """Take the lease of a tuning job that has not ended; True when the caller holds it."""
+    def claim_tuning_job(self, name: str, owner: str, ttl: float, gone: str | None = None) -> bool:
+        """Take the lease of a tuning job that has not ended; True when the caller holds it.
+        The lease must be free, expired or the caller's own, or held by ``gone`` (a holder the
+        caller knows has ended: ``tuner.owners.owner_is_gone``)."""
         now = time.time()
         active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        takeable = [owner] if gone is None else [owner, gone]
         query = (
             update(TuningJobRow)
             .where(TuningJobRow.name == name, TuningJobRow.status.in_(active))
             .where(
                 or_(
                     TuningJobRow.owner.is_(None),
-                    TuningJobRow.owner == owner,
+                    TuningJobRow.owner.in_(takeable),
                     TuningJobRow.lease_expires < now,
                 )
             )

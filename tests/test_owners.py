@@ -1,0 +1,42 @@
+"""``tuner.owners``: a lease holder's name tells another process of the same machine that the
+holder has ended, and nothing else is ever called ended."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tuner.owners import owner_is_gone, process_owner, start_ticks
+
+
+def test_a_live_process_is_not_gone_and_an_ended_one_is() -> None:
+    assert not owner_is_gone(process_owner())
+    code = "from tuner.owners import process_owner; print(process_owner())"
+    ended = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert owner_is_gone(ended)
+
+
+def test_a_reused_process_id_is_not_taken_for_the_holder() -> None:
+    host, pid, token, ticks, namespace, boot = process_owner().split(":")
+    assert int(ticks) == start_ticks(os.getpid()) > 0
+    earlier = ":".join([host, pid, token, str(int(ticks) - 1), namespace, boot])
+    assert owner_is_gone(earlier)  # this id, but a process that started at another tick
+
+
+def test_anything_that_cannot_be_told_is_not_gone() -> None:
+    host, _pid, token, ticks, namespace, boot = process_owner().split(":")
+    dead_pid = "4194304"  # PIDs stay below pid_max, at most 4194304: no such process anywhere
+    for owner in (
+        None,
+        "",
+        "old-host:123:abcdef",  # a name from before this rule
+        ":".join(["another-host", dead_pid, token, ticks, namespace, boot]),
+        ":".join([host, dead_pid, token, ticks, "1", boot]),  # another PID namespace
+        ":".join([host, dead_pid, token, ticks, namespace, "0badf00d"]),  # another boot
+        ":".join([host, "x", token, ticks, namespace, boot]),
+    ):
+        assert not owner_is_gone(owner), owner
+    assert owner_is_gone(":".join([host, dead_pid, token, ticks, namespace, boot]))
