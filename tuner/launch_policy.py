@@ -7,6 +7,11 @@ with a ``ValidationError`` naming the field, the rule and the value:
   but ``images`` is not (an operator who restricts programs has allowed no image yet);
 - a ``docker_host`` outside ``docker_hosts``: by default (empty list) a client cannot point
   the service at a Docker engine of its choosing; jobs use the service's own engine;
+- with ``programs`` set, a job ``environment`` that sets a variable that makes an allowed
+  program load or run other code (``HIJACKING_VARIABLES``: the dynamic loader's ``LD_*``,
+  ``PATH``, interpreters' start-up hooks and module paths): the allowed program would be a
+  door to any code on the machine. Jobs inherit the service's own environment, so an operator
+  sets such variables there;
 - (``check_definition``) a ``max_parallel_jobs`` above ``max_parallel_jobs`` when set.
 """
 
@@ -17,6 +22,17 @@ from dataclasses import dataclass
 
 from tuner.definition import JobDefinition, TuningJobDefinition
 from tuner.errors import ValidationError
+
+# Variables through which a process is made to load or run code other than its own.
+HIJACKING_VARIABLES = frozenset(
+    {
+        "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "PS4",
+        "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
+        "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
+        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+    }
+)  # fmt: skip
+HIJACKING_PREFIXES = ("LD_", "DYLD_")
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,20 @@ class LaunchPolicy:
                 f"job_definition.command: the program each job runs must be one of the programs "
                 f"this service allows {list(self.programs)}, got {argv[0]!r}"
             )
+        if self.programs and job.image is None:
+            hijacking = sorted(
+                name
+                for name in job.environment
+                if name in HIJACKING_VARIABLES or name.startswith(HIJACKING_PREFIXES)
+            )
+            if hijacking:
+                raise ValidationError(
+                    "job_definition.environment must not set variables that make a program "
+                    "load or run other code (the dynamic loader's LD_*, PATH, interpreters' "
+                    "start-up hooks and module paths) where this service allows only some "
+                    "programs; set them in the service's own environment, which jobs inherit; "
+                    f"got {hijacking}"
+                )
         restricted = bool(self.images or self.programs)
         if job.image is not None and restricted and job.image not in self.images:
             raise ValidationError(
