@@ -232,9 +232,9 @@ def test_the_loser_of_two_concurrent_resumes_names_the_winner(tmp_path, sqlite_u
     loser = HyperparameterTuner.attach("resume", storage=sqlite_url)
     claim = loser.store.claim_tuning_job
 
-    def winner_first(name: str, owner: str, ttl: float, gone: str | None = None) -> bool:
+    def winner_first(name: str, owner: str, ttl: float, replacing: str | None = None) -> bool:
         assert store.claim_tuning_job(name, "winner", 30)  # the other resume, a moment sooner
-        return claim(name, owner, ttl, gone)
+        return claim(name, owner, ttl, replacing)
 
     loser.store.claim_tuning_job = winner_first  # type: ignore[method-assign]
     with pytest.raises(ValidationError, match="is being run by winner"):

@@ -2,7 +2,8 @@
 
 The service (``tuner.service``) starts a fresh interpreter whose stdin's first line, JSON, is
 the task (its ``path``, the store's ``url`` and ``patience``, the tuning job's ``name``, the
-lease's ``owner`` and ``lease_seconds``); ``main`` runs the tuning job until it ends, or until
+lease's ``owner`` and ``lease_seconds``); ``main`` takes the lease over under its own name and
+runs the tuning job until it ends, or until
 its stdin ends: the service closes it to detach the worker, and it ends by itself when
 the service dies, even by SIGKILL. Detached, the worker leaves as a detached scheduler does: its
 lease released, its training jobs still running. SIGINT and SIGTERM only detach it too: a
@@ -21,6 +22,7 @@ from typing import Any, BinaryIO
 
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LauncherUnavailable, StoreUnavailable, TunerError
+from tuner.owners import process_owner
 from tuner.records import TuningStatus
 from tuner.scheduler import Scheduler
 from tuner.storage import Store
@@ -79,7 +81,14 @@ def main(task: dict[str, Any] | None, told: BinaryIO) -> int:
         log.error("tuning job %s: %s", task["name"], exc)
         return 1
     try:
-        run_tuning_job(store, task["name"], task["owner"], task["lease_seconds"], detach)
+        # The service claimed the lease under its own name; this worker holds it under its own
+        # (tuner.owners): a worker outliving a killed service must not look like a holder that
+        # has ended, which `tuner resume` on this machine would take over at once.
+        name, own = task["name"], process_owner()
+        if not store.claim_tuning_job(name, own, task["lease_seconds"], task["owner"]):
+            log.warning("tuning job %s: another process took it before this worker began", name)
+            return 0
+        run_tuning_job(store, name, own, task["lease_seconds"], detach)
     finally:
         store.close()
     return 0

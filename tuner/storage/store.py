@@ -449,13 +449,16 @@ class Store:
 
     # Leases
 
-    def claim_tuning_job(self, name: str, owner: str, ttl: float, gone: str | None = None) -> bool:
+    def claim_tuning_job(
+        self, name: str, owner: str, ttl: float, replacing: str | None = None
+    ) -> bool:
         """Take the lease of a tuning job that has not ended; True when the caller holds it.
-        The lease must be free, expired or the caller's own, or held by ``gone`` (a holder the
-        caller knows has ended: ``tuner.owners.owner_is_gone``)."""
+        The lease must be free, expired or the caller's own, or held by ``replacing``: a holder
+        the caller knows has ended (``tuner.owners.owner_is_gone``), or one handing its lease
+        over (a service to its worker process)."""
         now = time.time()
         active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
-        takeable = [owner] if gone is None else [owner, gone]
+        takeable = [owner] if replacing is None else [owner, replacing]
         query = (
             update(TuningJobRow)
             .where(TuningJobRow.name == name, TuningJobRow.status.in_(active))
