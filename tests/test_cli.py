@@ -659,3 +659,35 @@ except AttributeError as exc:
         "tuner.tuner tuner.errors True",
         "module 'tuner' has no attribute 'Nope'",
     ], done.stderr
+
+
+def test_a_run_stopped_by_a_signal_leaves_a_library_callers_handlers_as_they_were():
+    """The fix for a repeated SIGTERM (exit 143) first left SIGINT and SIGTERM ignored in the
+    calling process, and in every training job it started later: only the ``tuner`` command's
+    own exit ignores them now (``tuner.entry``)."""
+    from types import SimpleNamespace
+
+    from tuner.cli import _drive
+    from tuner.scheduler import SIGNALLED
+
+    interrupted: list[bool] = []
+    stub = SimpleNamespace(
+        name="stub",
+        definition=SimpleNamespace(
+            max_jobs=1,
+            objective_metric_name="accuracy",
+            maximize=True,
+            job_definition=SimpleNamespace(grace_period=1.0),
+        ),
+        interrupt=lambda: interrupted.append(True),
+        describe=lambda: {"status_reason": SIGNALLED},
+    )
+
+    def run(_bar: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the run
+        os.kill(os.getpid(), signal.SIGTERM)  # and a supervisor's SIGTERM after it
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    code = _drive(stub, run, SimpleNamespace(progress=False))  # type: ignore[arg-type]
+    assert code == 130 and interrupted == [True]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

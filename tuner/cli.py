@@ -98,8 +98,10 @@ def _drive(
         """The first Ctrl-C or SIGTERM (``timeout``, ``docker stop``, Slurm's end of a job):
         stop the running jobs (SIGTERM, SIGKILL after the grace period) and end the tuning job
         as Stopped. Later ones only say so: leaving then would orphan the jobs; once the
-        run has ended they are ignored until the process exits (one then killed it: exit
-        143, not 130)."""
+        run has ended they are ignored (one while the summary was read killed the process:
+        exit 143, not 130)."""
+        if ended:
+            return
         if stopping:
             print(
                 f"tuner: already stopping: running training jobs get up to {grace:g} s "
@@ -110,15 +112,22 @@ def _drive(
         stopping.append(signum)
         tuner.interrupt()
 
+    ended: list[bool] = []
     previous = {s: signal.signal(s, on_stop_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        run(bar)
-    finally:
+        try:
+            run(bar)
+        finally:
+            ended.append(True)
+            bar.close()
+        return _outcome(tuner)
+    finally:  # the handlers of before, once the outcome is read (tuner.entry: exit 130)
         for number, handler in previous.items():
-            # Stopped by a signal, the process exits 130 next: a repeated one is ignored (SIG_IGN
-            # outlives the interpreter's shutdown, which resets Python handlers to the default)
-            signal.signal(number, signal.SIG_IGN if stopping else handler)
-        bar.close()
+            signal.signal(number, handler)
+
+
+def _outcome(tuner: HyperparameterTuner) -> int:
+    """The exit code of a run that has ended, with what it says of it (summary or reason)."""
     if tuner.describe()["status_reason"] == SIGNALLED:
         print(
             "tuner: interrupted; running training jobs were stopped; `tuner resume "
