@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tuner.owners import owner_is_gone, process_owner, start_ticks
 
@@ -40,3 +41,30 @@ def test_anything_that_cannot_be_told_is_not_gone() -> None:
     ):
         assert not owner_is_gone(owner), owner
     assert owner_is_gone(":".join([host, dead_pid, token, ticks, namespace, boot]))
+
+
+def test_a_holder_that_proc_hides_is_asked_with_signal_zero(monkeypatch) -> None:
+    """With /proc mounted hidepid=2 (or 1), another user's process has no /proc entry (or an
+    unreadable one): its start time read as "gone", and a colleague's resume would have run
+    the job twice."""
+    import tuner.owners as owners
+
+    host, _pid, token, ticks, namespace, boot = process_owner().split(":")
+    hidden = ":".join([host, "1", token, ticks, namespace, boot])  # init: always running
+    real_read = Path.read_text
+    hide: list[type[OSError]] = []
+
+    def read_text(path: Path, *args: object, **kwargs: object) -> str:
+        if str(path) == "/proc/1/stat" and hide:
+            raise hide[0]()
+        return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def eperm(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(owners.os, "kill", eperm)
+    hide.append(FileNotFoundError)  # hidepid=2: no entry; signal 0 says EPERM, it runs
+    assert not owner_is_gone(hidden)
+    hide[0] = PermissionError  # hidepid=1: an entry, not readable
+    assert not owner_is_gone(hidden)

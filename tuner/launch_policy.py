@@ -30,9 +30,12 @@ HIJACKING_VARIABLES = frozenset(
         "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
         "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
         "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+        "PYTHONWARNINGS", "GCONV_PATH", "OPENSSL_CONF", "OPENSSL_ENGINES", "ZDOTDIR",
     }
 )  # fmt: skip
-HIJACKING_PREFIXES = ("LD_", "DYLD_")
+# LD_*/DYLD_*: the dynamic loader; BASH_FUNC_*: bash's exported functions, which replace any
+# command a bash script runs (no file needed); LUA_INIT*: Lua code run at start-up
+HIJACKING_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "LUA_INIT")
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,9 @@ class LaunchPolicy:
             if hijacking:
                 raise ValidationError(
                     "job_definition.environment must not set variables that make a program "
-                    "load or run other code (the dynamic loader's LD_*, PATH, interpreters' "
-                    "start-up hooks and module paths) where this service allows only some "
+                    "load or run other code (the dynamic loader's LD_*, PATH, bash's exported "
+                    "functions, interpreters' start-up hooks and module paths) where this "
+                    "service allows only some "
                     "programs; set them in the service's own environment, which jobs inherit; "
                     f"got {hijacking}"
                 )

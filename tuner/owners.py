@@ -6,9 +6,11 @@ first), unique (a random token), and enough for another process on the same mach
 that the holder has ended: the same boot (``/proc/sys/kernel/random/boot_id``), the same PID
 namespace (``/proc/self/ns/pid``: a process in another container may have the same number),
 and no process with that id that started at that tick (so a reused id is not mistaken for the
-holder). A lease whose holder is gone is as free as an expired one: ``tuner resume`` after a
-``kill -9`` need not wait out the lease. Anywhere this cannot be told (another machine, no
-``/proc``), the lease is left to expire.
+holder; a process ``/proc`` hides, as ``hidepid=2`` hides other users', is asked with signal
+0). A service's worker process holds its leases under its own name, never the service's. A
+lease whose holder is gone is as free as an expired one: ``tuner resume`` after a ``kill -9``
+need not wait out the lease. Anywhere this cannot be told (another machine, no ``/proc``, a
+``/proc`` of another namespace), the lease is left to expire.
 """
 
 from __future__ import annotations
@@ -24,18 +26,25 @@ HOST_CHARS = 64  # owners are stored in 128 characters
 def start_ticks(pid: int) -> int:
     """When process ``pid`` started, in clock ticks since boot (0 if it is gone)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return _ticks(Path(f"/proc/{pid}/stat").read_text())
     except OSError:
         return 0
+
+
+def _ticks(stat: str) -> int:
+    """The start time in a ``/proc/PID/stat`` line (after the parenthesised command name)."""
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def _machine() -> tuple[str, str, str]:
-    """This host's name, this boot's id and this process's PID namespace ('' where unknown)."""
+    """This host's name, this boot's id and this process's PID namespace ('' where unknown,
+    as where ``/proc`` is another namespace's: its ``self`` is not this process)."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
         namespace = str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
+        if int(Path("/proc/self/stat").read_text().split()[0]) != os.getpid():
+            boot = namespace = ""
+    except (OSError, ValueError):
         boot = namespace = ""
     return socket.gethostname()[:HOST_CHARS].replace(":", "-"), boot, namespace
 
@@ -56,4 +65,16 @@ def owner_is_gone(owner: str | None) -> bool:
     host, pid, _token, ticks, namespace, boot = parts
     if not boot or (host, boot, namespace) != _machine():
         return False
-    return start_ticks(int(pid)) != int(ticks)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:  # gone, or hidden (/proc mounted hidepid=2 hides other users')
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # EPERM: it runs, as another user
+            return False
+        return False
+    except OSError:  # there, but not readable by this user (hidepid=1)
+        return False
+    return _ticks(stat) != int(ticks)  # another process has the id now
