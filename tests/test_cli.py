@@ -341,6 +341,17 @@ def test_check_metrics_shows_what_the_regexes_extract(tmp_path):
     assert "objective accuracy (Last) = 0.9" in result.stdout
 
 
+def test_check_metrics_reads_a_log_from_a_pipe(tmp_path):
+    """It read the log a second time to time each regex: from a pipe that pass read nothing."""
+    config = write(tmp_path, definition(tmp_path))
+    log = "[Epoch 0] validation: loss=0.5 accuracy=0.7\r\n" * 3
+    command = ["check-metrics", "--log", "/dev/stdin", "--config", str(config)]
+    result = tuner(tmp_path, *command, input=log)
+    assert result.returncode == 0, result.stderr
+    assert "/dev/stdin: 3 lines, 6 metric values" in result.stdout
+    assert "is slow" not in result.stdout
+
+
 def test_check_metrics_takes_a_comparison_spec(tmp_path):
     """The README's quickstart is a comparison spec: it was refused as a tuning job definition
     ('max_jobs: required', 'seeds: Extra inputs are not permitted')."""

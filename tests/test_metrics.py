@@ -13,8 +13,8 @@ from tuner.metrics import (
     MetricPoint,
     ObjectiveAggregation,
     final_objective,
+    log_chunks,
     parse_log,
-    parse_log_file,
     validate_metric_definitions,
 )
 
@@ -114,9 +114,21 @@ def test_a_long_line_fed_at_once_is_parsed_in_the_same_pieces_as_fed_in_parts(tm
     assert at_once.lines == in_parts.lines == -(-len(line) // 100)
     log = tmp_path / "log.txt"
     log.write_bytes(line.encode())
-    from_file, parser, size = parse_log_file(log, [ACC], chunk_size=1000)
-    assert [p.value for p in from_file] == [i / 1000 for i in range(300)]  # a line of 8,100
-    assert size == len(line) and parser.lines == 1
+    assert b"".join(log_chunks(log, chunk_size=1000)) == line.encode()
+    assert max(map(len, log_chunks(log, chunk_size=1000))) == 1000
+
+
+def test_a_crlf_split_between_two_reads_is_one_line_break():
+    """A \r\n cut by a read's end (a 1 MiB piece of a log) counted as two breaks: an empty
+    line more than the same log read whole."""
+    log = b"validation: accuracy=0.5\r\nvalidation: accuracy=0.6\r\nend\r"
+    whole = LogMetricParser([ACC])
+    expected = [p.value for p in whole.feed(log) + whole.close()]
+    for cut in range(1, len(log)):
+        parser = LogMetricParser([ACC])
+        points = parser.feed(log[:cut]) + parser.feed(log[cut:]) + parser.close()
+        assert [p.value for p in points] == expected == [0.5, 0.6], cut
+        assert parser.lines == whole.lines == 3, cut
 
 
 def test_points_carry_time_from_the_clock():

@@ -334,6 +334,18 @@ BAD = [
 ]
 
 
+def test_metric_definitions_may_be_any_sequence_or_iterable(tmp_path):
+    """A deque or a generator of definitions was taken before strings were refused by name."""
+    from collections import deque
+
+    args = tuner_args(tmp_path)
+    for given in (deque(args["metric_definitions"]), (m for m in args["metric_definitions"])):
+        tuner = HyperparameterTuner(**{**args, "metric_definitions": given})
+        assert [m.name for m in tuner.definition.metrics()] == [
+            m["Name"] for m in args["metric_definitions"]
+        ]
+
+
 @pytest.mark.parametrize(("overrides", "message"), BAD, ids=[m[:40] for _, m in BAD])
 def test_bad_input_gets_a_clear_error(tmp_path, overrides, message):
     with pytest.raises(ValidationError) as info:

@@ -29,7 +29,7 @@ import codecs
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -204,8 +204,9 @@ class LogMetricParser:
     def feed(self, data: bytes) -> list[MetricPoint]:
         """Parse every line completed by ``data``; keep the unfinished tail for later."""
         text = self._buffer + self._decoder.decode(data)
-        parts = LINE_BREAK.split(text)
-        self._buffer = parts.pop()
+        held = "\r" if text.endswith("\r") else ""  # maybe the first half of a \r\n
+        parts = LINE_BREAK.split(text[: len(text) - len(held)])
+        self._buffer = parts.pop() + held
         points: list[MetricPoint] = []
         for line in parts:
             points.extend(self._parse_line(line))
@@ -222,6 +223,8 @@ class LogMetricParser:
         """Parse the last line, which may lack a line break."""
         tail = self._buffer + self._decoder.decode(b"", final=True)
         self._buffer = ""
+        if tail.endswith("\r"):  # held back by feed: the last line's break
+            return self._parse_line(tail[:-1])
         return self._parse_line(tail) if tail else []
 
     def _parse_line(self, line: str) -> list[MetricPoint]:
@@ -261,20 +264,12 @@ def parse_number(text: str | None) -> float | None:
         return None
 
 
-def parse_log_file(
-    path: str | Path, definitions: Sequence[MetricDefinition], chunk_size: int = 1 << 20
-) -> tuple[list[MetricPoint], LogMetricParser, int]:
-    """Parse a log file read in ``chunk_size`` pieces (memory stays flat, as for a running
-    job's log), with the number of bytes read. Raises OSError where it cannot be read."""
-    parser = LogMetricParser(definitions)
-    points: list[MetricPoint] = []
-    size = 0
+def log_chunks(path: str | Path, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+    """A log file's bytes in pieces of at most ``chunk_size``, read once, in order (memory stays
+    flat, and a pipe works as well as a file). Raises OSError where it cannot be read."""
     with open(path, "rb") as f:
         while chunk := f.read(chunk_size):
-            size += len(chunk)
-            points.extend(parser.feed(chunk))
-    points.extend(parser.close())
-    return points, parser, size
+            yield chunk
 
 
 def parse_log(

@@ -24,7 +24,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +204,8 @@ class HyperparameterTuner:
                     m.to_dict() if isinstance(m, MetricDefinition) else _plain(m)
                     for m in metric_definitions
                 ]
-                if isinstance(metric_definitions, list | tuple)
+                if isinstance(metric_definitions, Iterable)
+                and not isinstance(metric_definitions, str | bytes | Mapping)
                 else metric_definitions,
                 "strategy": strategy,
                 "strategy_options": _plain(strategy_options or {}),
