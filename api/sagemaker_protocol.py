@@ -165,7 +165,7 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
     def _describe_training(body: dict[str, Any], region: str) -> dict[str, Any]:
         job = store.get_training_job(_training_name(body))
         record = store.get_tuning_job(job.tuning_job_name)
-        return describe_training_job(job, record, store.metric_points(job.name), region)
+        return describe_training_job(job, record, store.last_metric_points(job.name), region)
 
     def _stop(body: dict[str, Any], _region: str) -> dict[str, Any]:
         service.stop(_name(body), store)
@@ -440,8 +440,9 @@ def describe_training_job(
     job: TrainingJob, record: TuningJob, points: list[MetricPoint], region: str
 ) -> dict[str, Any]:
     """``DescribeTrainingJob``'s answer for a training job of a tuning job: the hyperparameters
-    as its command line got them, and ``FinalMetricDataList``, each metric's last finite value
-    (stamped when it was read, no later than the job's end)."""
+    as its command line got them, and ``FinalMetricDataList`` from ``points``, each metric's
+    last finite value (``Store.last_metric_points``; stamped when it was read, no later than
+    the job's end)."""
     definition = record.definition
     static = definition["job_definition"].get("static_hyperparameters") or {}
     training = _training_definition(definition)
@@ -473,10 +474,9 @@ def describe_training_job(
         answer["FailureReason"] = job.failure_reason
     if job.artifacts_uri:
         answer["ModelArtifacts"] = {"S3ModelArtifacts": job.artifacts_uri}
-    last = {p.name: p for p in points if math.isfinite(p.value)}
     answer["FinalMetricDataList"] = [
         {"MetricName": p.name, "Value": p.value, "Timestamp": _printed(p.timestamp, job)}
-        for p in sorted(last.values(), key=lambda p: p.seq)
+        for p in points
     ]
     return answer
 

@@ -144,6 +144,8 @@ def test_metric_points_round_trip_exactly(store):
     for p, want in zip(got, values, strict=True):
         assert (math.isnan(p.value) and math.isnan(want)) or p.value == want
     assert len(store.metric_points(job.name)) == 7
+    last = [(p.name, p.value, p.seq, p.timestamp) for p in store.last_metric_points(job.name)]
+    assert last == [("m", -2.5e10, 2, 102.0), ("other", 7.0, 6, 200.0)]  # finite ones only
 
 
 def test_a_tuning_jobs_points_of_one_metric_come_in_one_read(store):
