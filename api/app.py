@@ -27,7 +27,13 @@ from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Req
 from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -405,10 +411,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @api.get("/tuning-jobs/{name}/fidelity", response_model=schemas.Fidelity, tags=["tuning jobs"])
     async def tuning_job_fidelity(
         name: TuningName, eta: Annotated[int, Query(ge=2, le=100)] = 3
-    ) -> dict[str, Any]:
+    ) -> Response:
         """How well each step of the objective ranks the completed training jobs as they end,
         and the Hyperband ``min_resource`` that suggests (as ``tuner fidelity``)."""
-        return await renders.run(tuning_job_report, store, name, eta)
+        return await renders.respond(schemas.Fidelity, tuning_job_report, store, name, eta)
 
     @api.post(
         "/tuning-jobs/{name}/stop", response_model=schemas.TuningJobSummary, tags=["tuning jobs"]
@@ -487,7 +493,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def report(name: TuningName, format: Format = "json") -> Any:
         """The tuning job's report (best-so-far curves, tables, objective against each
         hyperparameter) as JSON or a self-contained HTML page."""
-        return await renders.run(_report, [name], format, f"Tuning job {name}")
+        return await renders.respond(schemas.Report, _report, [name], format, f"Tuning job {name}")
 
     @api.get(
         "/reports/compare",
@@ -504,7 +510,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for n in names:
             if not re.fullmatch(TUNING_NAME, n):
                 raise HTTPException(400, f"names must match {TUNING_NAME}, got {n!r}")
-        return await renders.run(_report, names, format, "Comparison")
+        return await renders.respond(schemas.Report, _report, names, format, "Comparison")
 
     def _report(names: list[str], format: str, title: str) -> Any:
         data = build(store, names)

@@ -219,13 +219,13 @@ def data_router(store: Store, renders: RenderLimit) -> APIRouter:
     @router.get("/dashboard/compare", response_model=Comparison, tags=["dashboard"])
     async def dashboard_compare(
         names: Annotated[list[str], Query(min_length=1, max_length=MAX_COMPARE)],
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The comparison report's arms, best-so-far curves, reach and top configurations of
         these tuning jobs (``?names=a&names=b``), and each one's status."""
         for n in names:
             if re.fullmatch(TUNING_JOB_NAME, n) is None:
                 raise HTTPException(400, f"names must match {TUNING_JOB_NAME}, got {n!r}")
-        return await renders.run(comparison, names)
+        return await renders.respond(Comparison, comparison, names)
 
     def comparison(names: list[str]) -> dict[str, Any]:
         data = build(store, names)
