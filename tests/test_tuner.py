@@ -325,6 +325,16 @@ BAD = [
         "warm_start_config.type: Input should be 'IdenticalDataAndAlgorithm' or "
         "'TransferLearning', got 'Transfer'",
     ),
+    (  # one line, not four (one per type a value may have)
+        {"job_definition": {"command": ["x"], "static_hyperparameters": {"epochs": [1, 2]}}},
+        "static hyperparameter values must be a string, a finite number or true/false, got "
+        "'epochs': [1, 2]",
+    ),
+    (
+        {"job_definition": {"command": ["x"], "static_hyperparameters": {"lr": math.nan}}},
+        "static hyperparameter values must be a string, a finite number or true/false, got "
+        "'lr': nan",
+    ),
     # each of these was a bare ValueError from dict() ("dictionary update sequence element")
     ({"metric_definitions": "acc"}, "metric_definitions: Input should be a valid list, got 'acc'"),
     ({"metric_definitions": ["acc"]}, "metric_definitions.0: Input should be a valid dictionary"),

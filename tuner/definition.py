@@ -177,6 +177,20 @@ class JobDefinition(_Strict):
                 raise ValueError(f"values cannot hold NUL, got {k!r}: {v!r:.80}")
         return value
 
+    @field_validator("static_hyperparameters", mode="before")
+    @classmethod
+    def _plain_values(cls, value: Any) -> Any:
+        """One message per value, not one per type of the union (four lines for a list)."""
+        for k, v in value.items() if isinstance(value, dict) else ():
+            if not isinstance(v, str | int | float) or (
+                isinstance(v, float) and not math.isfinite(v)
+            ):
+                raise ValueError(
+                    "static hyperparameter values must be a string, a finite number or "
+                    f"true/false, got {k!r}: {v!r:.80}"
+                )
+        return value
+
     @field_validator("static_hyperparameters")
     @classmethod
     def _not_an_option(cls, value: dict[str, Any]) -> dict[str, Any]:
