@@ -163,7 +163,7 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
         return {"HyperParameterTuningJobSummaries": summaries, **more}
 
     def _describe_training(body: dict[str, Any], region: str) -> dict[str, Any]:
-        job = store.get_training_job(_training_name(body))
+        job = store.get_training_job(_name(body, "TrainingJobName"))
         record = store.get_tuning_job(job.tuning_job_name)
         return describe_training_job(job, record, store.last_metric_points(job.name), region)
 
@@ -250,22 +250,14 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _name(body: dict[str, Any]) -> str:
-    name = body.get("HyperParameterTuningJobName")
-    if not isinstance(name, str) or not re.fullmatch(TUNING_JOB_NAME, name):
+def _name(body: dict[str, Any], field: str = "HyperParameterTuningJobName") -> str:
+    """The tuning job's name in ``field`` (``TrainingJobName``: a training job's), checked
+    against the rule for such names."""
+    pattern = TRAINING_JOB_NAME if field == "TrainingJobName" else TUNING_JOB_NAME
+    name = body.get(field)
+    if not isinstance(name, str) or not re.fullmatch(pattern, name):
         raise SageMakerError(
-            "ValidationException",
-            f"HyperParameterTuningJobName must match {TUNING_JOB_NAME}, got {name!r:.80}",
-        )
-    return name
-
-
-def _training_name(body: dict[str, Any]) -> str:
-    name = body.get("TrainingJobName")
-    if not isinstance(name, str) or not re.fullmatch(TRAINING_JOB_NAME, name):
-        raise SageMakerError(
-            "ValidationException",
-            f"TrainingJobName must match {TRAINING_JOB_NAME}, got {name!r:.80}",
+            "ValidationException", f"{field} must match {pattern}, got {name!r:.80}"
         )
     return name
 
