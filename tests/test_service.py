@@ -12,14 +12,15 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.test_early_stopping import alive
-from tests.test_resume import definition, runs_per_job, wait_for
+from tests.test_resume import definition, leave_running, runs_per_job, wait_for
 from tuner import TuningStatus
-from tuner.owners import owner_is_gone
+from tuner.owners import owner_is_gone, process_owner
 from tuner.service import TuningService
 from tuner.storage import Store
 
@@ -291,4 +292,41 @@ def test_the_training_jobs_of_a_worker_get_signals_as_usual(tmp_path, sqlite_url
     wait_for(lambda: ended(store), timeout=60)
     (job,) = store.list_training_jobs("resume")
     assert "SigBlk:\t0000000000000000" in (Path(job.workdir) / "log.txt").read_text()
+    service.shutdown()
+
+
+def test_a_scan_takes_over_at_once_a_tuning_job_whose_holder_on_this_machine_ended(
+    tmp_path, sqlite_url
+):
+    """A ``tuner run`` killed outright left its lease to run out (30 s) before a service's scan
+    took its tuning job over, although ``tuner resume`` on the same machine takes it at once."""
+    store = Store(sqlite_url)
+    d = definition(tmp_path, 2.0, max_jobs=2, max_parallel_jobs=1)
+    leave_running(store, d, 1)
+    code = "from tuner.owners import process_owner; print(process_owner())"
+    ended_holder = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    with store.engine.begin() as conn:  # held for ten minutes more by a process now gone
+        conn.exec_driver_sql(
+            "UPDATE tuning_jobs SET owner = ?, lease_expires = ?",
+            (ended_holder, time.time() + 600),
+        )
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    assert service.scan() == ["resume"]
+    wait_for(lambda: ended(store), timeout=60)
+    assert store.get_tuning_job("resume").status is TuningStatus.COMPLETED
+    assert list(runs_per_job(store).values()) == [1, 1]  # re-attached, not run again
+    service.shutdown()
+
+
+def test_a_scan_leaves_a_tuning_job_whose_holder_lives_or_cannot_be_told(tmp_path, sqlite_url):
+    store = Store(sqlite_url)
+    holders = {"live": process_owner(), "elsewhere": "otherhost:1:ab:1:2:3"}
+    for name, holder in holders.items():
+        d = definition(tmp_path, 0.1, max_jobs=1)
+        store.create_tuning_job(name, d.to_json(), owner=holder, ttl=600)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=60)
+    assert service.scan() == []
+    assert dict(store.held_tuning_jobs()) == holders
     service.shutdown()

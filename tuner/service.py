@@ -5,7 +5,8 @@ lease of on its own: by default in a worker process of its own (``workers="proce
 that a scheduler and the service's readers never wait on one Python interpreter's lock, or in a
 thread of the service (``workers="thread"``, for a store no other process can open). A scan
 picks up tuning jobs that nobody holds (submitted by another process, or left behind by a
-process that died: their leases expire) and resumes them; any number of services may share one
+process that died: at once when it ran on this machine, ``tuner.owners``, else once its lease
+expires) and resumes them; any number of services may share one
 database, and a tuning job is run by one of them at a time. ``shutdown()`` leaves the training
 jobs running and releases the leases, so a service started again (or another one) re-attaches
 to them. A worker (``tuner.worker``) whose service dies, even by SIGKILL, leaves its tuning job the
@@ -39,7 +40,7 @@ from sqlalchemy.engine import make_url
 from tuner.definition import TuningJobDefinition, check_working_directory
 from tuner.errors import StorageError, ValidationError
 from tuner.launch_policy import LaunchPolicy
-from tuner.owners import process_owner
+from tuner.owners import owner_is_gone, process_owner
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
 from tuner.tracking import tracker_for
@@ -113,6 +114,7 @@ class TuningService:
         self.owner = process_owner()
         self._running: dict[str, _Running] = {}
         self._refused: set[str] = set()  # tuning jobs its policy does not allow, said once
+        self._workers_died: set[str] = set()  # whose worker ended holding the lease
         self._lock = threading.Lock()  # guards _running
         self._launching = threading.Lock()  # a scan or a submit's start, whole; shutdown's wait
         self._closing = threading.Event()
@@ -238,6 +240,7 @@ class TuningService:
         """``scan``, called holding ``_launching``. A tuning job being stopped is taken
         whatever the launch policy: its worker only stops what runs, it starts nothing."""
         taken: list[str] = []
+        self._free_leases_of_the_dead()
         for name in self.store.claimable_tuning_jobs(stopping_only=True):
             if self._closing.is_set():
                 return taken
@@ -251,6 +254,20 @@ class TuningService:
                 taken.append(name)
         return taken
 
+    def _free_leases_of_the_dead(self) -> None:
+        """Free the leases held by processes of this machine that have ended (a ``tuner run``
+        killed outright), so that this scan takes their tuning jobs without waiting the
+        leases out; not those of this service's own workers that it saw die, whose leases
+        run out (a worker failing at once again would otherwise be restarted every scan)."""
+        for name, holder in self.store.held_tuning_jobs():
+            if name not in self._workers_died and owner_is_gone(holder):
+                log.warning(
+                    "tuning job %s: the process holding it (%s) has ended; taking it over",
+                    name,
+                    holder,
+                )
+                self.store.release_tuning_job(name, holder)
+
     def _take(self, name: str, stopping: bool = False) -> bool:
         """Claim and start tuning job ``name`` unless it runs here already or (unless it is
         being stopped) this service's policy refuses it (called holding ``_launching``)."""
@@ -260,6 +277,8 @@ class TuningService:
         if not stopping and not self._allowed(name):
             return False
         claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
+        if claimed:
+            self._workers_died.discard(name)
         return claimed and self._launch(name)
 
     def _start_if_next(self, name: str, store: Store) -> None:
@@ -381,6 +400,7 @@ class TuningService:
         try:
             code = process.wait()
             if code:
+                self._workers_died.add(name)
                 log.error(
                     "the worker process of tuning job %s ended with exit code %s; its lease"
                     " runs out and a later scan resumes it",

@@ -486,6 +486,8 @@ class Store:
             return bool(session.execute(query).rowcount)  # type: ignore[attr-defined]
 
     def release_tuning_job(self, name: str, owner: str) -> None:
+        """Free the lease if ``owner`` holds it: a holder leaving, or anyone for a holder known
+        to have ended (``tuner.owners.owner_is_gone``)."""
         query = (
             update(TuningJobRow)
             .where(TuningJobRow.name == name, TuningJobRow.owner == owner)
@@ -493,6 +495,20 @@ class Store:
         )
         with self._session() as session:
             session.execute(query)
+
+    def held_tuning_jobs(self) -> list[tuple[str, str]]:
+        """(name, holder) of the tuning jobs that have not ended and whose lease is held and
+        has not run out, oldest first."""
+        now = time.time()
+        active = [TuningStatus.IN_PROGRESS.value, TuningStatus.STOPPING.value]
+        query = (
+            select(TuningJobRow.name, TuningJobRow.owner)
+            .where(TuningJobRow.status.in_(active), TuningJobRow.owner.is_not(None))
+            .where(TuningJobRow.lease_expires >= now)
+            .order_by(TuningJobRow.created_at, TuningJobRow.id)
+        )
+        with self._session() as session:
+            return [(name, owner or "") for name, owner in session.execute(query)]
 
     def claimable_tuning_jobs(
         self, stopping_only: bool = False, limit: int | None = None
