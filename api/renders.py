@@ -11,6 +11,8 @@ request still finds one.
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
@@ -25,14 +27,28 @@ T = TypeVar("T")
 
 class RenderLimit:
     """``await limit.run(function, *args)``: ``function(*args)`` in a worker thread, at most
-    ``at_once`` of them at a time (first come, first served)."""
+    ``at_once`` of them at a time on each event loop (first come, first served)."""
 
     def __init__(self, at_once: int = RENDERS_AT_ONCE) -> None:
-        self._slots = asyncio.Semaphore(at_once)
+        self.at_once = at_once
+        # one semaphore per event loop: an asyncio one waits only on the loop it first waited
+        # on, and one app may be served from several (a test client's, a second server's)
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._slots = weakref.WeakKeyDictionary()
+        self._made = threading.Lock()
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
-        async with self._slots:
+        async with self._loops_slots():
             return await run_in_threadpool(function, *args)
+
+    def _loops_slots(self) -> asyncio.Semaphore:
+        """The running event loop's semaphore (``at_once`` per loop)."""
+        loop = asyncio.get_running_loop()
+        with self._made:
+            slots = self._slots.get(loop)
+            if slots is None:
+                slots = self._slots[loop] = asyncio.Semaphore(self.at_once)
+        return slots
 
     async def respond(
         self, model: type[BaseModel], function: Callable[..., Any], *args: Any

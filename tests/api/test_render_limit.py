@@ -14,7 +14,7 @@ import pytest
 
 import api.app
 from api.app import create_app
-from api.renders import RENDERS_AT_ONCE
+from api.renders import RENDERS_AT_ONCE, RenderLimit
 from api.settings import Settings
 from tests.api.conftest import definition
 from tuner.definition import TuningJobDefinition
@@ -71,3 +71,16 @@ def test_sixty_waiting_reports_leave_every_other_request_a_thread(
 
     asyncio.run(scenario())
     assert most == RENDERS_AT_ONCE
+
+
+def test_one_limit_serves_every_event_loop_it_is_awaited_on() -> None:
+    """An asyncio semaphore made once waits only on the first loop it waited on: the same app
+    served from a second loop (a second test client, a second server) raised RuntimeError on
+    the first contended render there."""
+    limit = RenderLimit(at_once=1)
+
+    async def contended() -> list[int]:
+        return list(await asyncio.gather(*(limit.run(lambda n=n: n) for n in range(4))))
+
+    for _ in range(3):  # a fresh event loop each time
+        assert asyncio.run(contended()) == [0, 1, 2, 3]
