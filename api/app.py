@@ -18,6 +18,7 @@ import math
 import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -67,6 +68,7 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 TuningName = Annotated[str, PathParam(pattern=TUNING_NAME, max_length=TUNING_JOB_NAME_LENGTH)]
 TrainingName = Annotated[str, PathParam(pattern=TRAINING_NAME, max_length=TRAINING_JOB_NAME_LENGTH)]
+REPEATABLE_QUERY = {"names"}  # the only list parameter: ?names=a&names=b
 Format = Annotated[Literal["json", "html"], Query(description="json (default) or html")]
 SortKey = Literal["number", "name", "created", "status", "objective"]
 SortOrder = Literal["Ascending", "Descending"]
@@ -227,6 +229,19 @@ def _methods_of(app: FastAPI, request: Request) -> list[str]:
     ]
 
 
+async def one_value_per_query_parameter(request: Request) -> None:
+    """Refuse a query parameter given more than once, but ``names`` (the list of a
+    comparison): ``?status=Failed&status=Completed`` silently took the last."""
+    counts = Counter(key for key, _ in request.query_params.multi_items())
+    for key, count in sorted(counts.items()):
+        if count > 1 and key not in REPEATABLE_QUERY:
+            raise HTTPException(
+                400,
+                f"query parameter {key!r} is given {count} times; give it once (only "
+                f"{', '.join(sorted(REPEATABLE_QUERY))} may repeat)",
+            )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The application; ``settings`` default to the environment (``Settings.from_env``)."""
     settings = settings or Settings.from_env()
@@ -260,6 +275,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description=__doc__.split("\n\n")[0],
         lifespan=lifespan,
+        dependencies=[Depends(one_value_per_query_parameter)],
     )
     app.state.service = service
     app.state.settings = settings

@@ -529,6 +529,20 @@ def test_a_name_filter_with_a_nul_is_refused(http):
     assert response.json()["detail"][0]["loc"] == ["query", "name"]
 
 
+def test_a_query_parameter_given_twice_is_refused_but_names(http):
+    """``?status=Failed&status=Completed`` listed the Completed ones only, silently."""
+    twice = http.get("/tuning-jobs", params=[("status", "Failed"), ("status", "Completed")])
+    assert twice.status_code == 400
+    assert twice.json()["detail"] == (
+        "query parameter 'status' is given 2 times; give it once (only names may repeat)"
+    )
+    paged = http.get("/dashboard/tuning-jobs", params=[("limit", "1"), ("limit", "2")])
+    assert paged.status_code == 400 and "'limit' is given 2 times" in paged.json()["detail"]
+    compared = http.get("/reports/compare", params=[("names", "nope1"), ("names", "nope2")])
+    assert compared.status_code == 404  # a list: read, and the first missing one named
+    assert http.get("/healthz", params=[("a", "1"), ("a", "2")]).status_code == 400
+
+
 def test_other_client_mistakes(http, server):
     assert http.get("/tuning-jobs/nope").status_code == 404
     missing = http.get("/tuning-jobs/nope").json()["detail"]
