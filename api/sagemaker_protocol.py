@@ -22,6 +22,7 @@ carry account ``000000000000`` and the signer's region. Times are seconds since 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -287,22 +288,43 @@ def _descending(body: dict[str, Any]) -> bool:
 
 def _page(body: dict[str, Any], items: list[Any]) -> tuple[list[Any], dict[str, str]]:
     """The page of ``items`` that ``MaxResults`` and ``NextToken`` ask for, and the
-    ``NextToken`` of the next page when there is one."""
+    ``NextToken`` of the next page when there is one: ``OFFSET-LISTING``, where LISTING stands
+    for the request's other fields, so that a token is refused in another listing (another
+    tuning job, filter or order) rather than read there as an offset."""
     limit = _whole(body, "MaxResults", 1, LIST_MAX_RESULTS, LIST_DEFAULT_RESULTS)
     offset = _next_token(body)
-    more = {"NextToken": str(offset + limit)} if len(items) > offset + limit else {}
+    more = (
+        {"NextToken": f"{offset + limit}-{_listing(body)}"} if len(items) > offset + limit else {}
+    )
     return items[offset : offset + limit], more
+
+
+def _listing(body: dict[str, Any]) -> str:
+    """What a listing asks for (its fields but the paging ones; ``NameContains`` ignores
+    case), as 16 hex digits."""
+    asked = {k: v for k, v in body.items() if k not in ("NextToken", "MaxResults")}
+    if isinstance(asked.get("NameContains"), str):
+        asked["NameContains"] = asked["NameContains"].lower()
+    text = json.dumps(asked, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
 def _next_token(body: dict[str, Any]) -> int:
     token = body.get("NextToken")
     if token is None:
         return 0
-    if not isinstance(token, str) or not re.fullmatch(r"[0-9]{1,12}", token):
+    match = re.fullmatch(r"([0-9]{1,12})-([0-9a-f]{16})", token) if isinstance(token, str) else None
+    if match is None:
         raise SageMakerError(
             "ValidationException", f"NextToken must be one a previous page gave, got {token!r:.80}"
         )
-    return int(token)
+    if match[2] != _listing(body):
+        raise SageMakerError(
+            "ValidationException",
+            f"NextToken {token!r} was given by another listing (another tuning job, filter or "
+            "order); list again without it",
+        )
+    return int(match[1])
 
 
 def _time(body: dict[str, Any], field: str) -> float | None:

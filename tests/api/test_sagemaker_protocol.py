@@ -219,6 +219,15 @@ def test_boto3_lists_tuning_jobs_with_sagemakers_filters(server: Server) -> None
     assert [s["HyperParameterTuningJobName"] for s in rest["HyperParameterTuningJobSummaries"]] == [
         "list-c"
     ]
+    # a token is the listing's own: elsewhere it was read as an offset into another list
+    with pytest.raises(ClientError, match="was given by another listing"):
+        client.list_hyper_parameter_tuning_jobs(
+            NameContains="list-a", MaxResults=2, NextToken=listing["NextToken"]
+        )
+    with pytest.raises(ClientError, match="was given by another listing"):
+        client.list_training_jobs_for_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName="list-a", NextToken=listing["NextToken"]
+        )
     newest = client.list_hyper_parameter_tuning_jobs(
         NameContains="list-", SortBy="CreationTime", SortOrder="Descending", MaxResults=1
     )["HyperParameterTuningJobSummaries"][0]
