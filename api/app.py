@@ -59,7 +59,8 @@ from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
 from tuner.summary import describe, training_job_dict
 
-FOLLOW_POLL_SECONDS = 0.5
+FOLLOW_POLL_SECONDS = 0.5  # how often a follower reads a log that has not grown
+FOLLOW_STATUS_SECONDS = 2.0  # how often it asks the store whether a silent job has ended
 FOLLOW_LIMIT_SECONDS = 6 * 3600
 LOG_FILE = "log.txt"
 LOG_CHUNK_BYTES = 1 << 20  # a log is read and sent in pieces of this size
@@ -485,16 +486,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
                 if text := decoder.decode(piece).encode():
                     yield text
+            asked = -math.inf  # when the store last said the job runs
+            ended = False
             while time.monotonic() < deadline:
                 data = await asyncio.to_thread(_read_from, path, offset)
                 offset += len(data)
                 if data:
                     if text := decoder.decode(data).encode():
                         yield text
-                elif (await asyncio.to_thread(store.get_training_job, name)).status.terminal:
+                    continue
+                if ended:
                     break
-                else:
-                    await asyncio.sleep(FOLLOW_POLL_SECONDS)
+                if time.monotonic() - asked >= FOLLOW_STATUS_SECONDS:  # a silent log
+                    job_now = await asyncio.to_thread(store.get_training_job, name)
+                    asked, ended = time.monotonic(), job_now.status.terminal
+                    if ended:
+                        continue  # what it wrote before it ended is read, then it leaves
+                await asyncio.sleep(FOLLOW_POLL_SECONDS)
             if rest := decoder.decode(b"", final=True).encode():
                 yield rest
 
