@@ -27,10 +27,11 @@ import difflib
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tuner.errors import ValidationError
+from tuner.strategies import STRATEGIES
 
 SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
 # Static hyperparameters SageMaker reads Hyperband's resource from, in its order.
@@ -219,6 +220,20 @@ def _object(data: Any, path: str, required: bool = True) -> Mapping[str, Any]:
     return value
 
 
+def _exact(value: Any, allowed: Iterable[str], where: str) -> Any:
+    """``value``, refused when it is one of ``allowed`` in another case: SageMaker's values are
+    case-sensitive (our own definition's are not), so a request that works here works on
+    SageMaker too. Anything else is left for the definition's check to name."""
+    allowed = sorted(allowed)
+    other_case = isinstance(value, str) and value not in allowed
+    if other_case and value.lower() in {a.lower() for a in allowed}:
+        raise ValidationError(
+            f"{where} must be one of {allowed} as written (SageMaker's values are "
+            f"case-sensitive), got {value!r}"
+        )
+    return value
+
+
 def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
     """Our tuning job definition (a mapping, not yet validated) for a SageMaker request."""
     _check_fields(body)
@@ -251,8 +266,12 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
         job["max_runtime"] = stopping["MaxRuntimeInSeconds"]
     definition: dict[str, Any] = {
         "name": body.get("HyperParameterTuningJobName"),
-        "strategy": config.get("Strategy", "Bayesian"),
-        "objective_type": objective.get("Type"),
+        "strategy": _exact(config.get("Strategy", "Bayesian"), STRATEGIES, f"{_CONFIG}.Strategy"),
+        "objective_type": _exact(
+            objective.get("Type"),
+            ("Maximize", "Minimize"),
+            f"{_CONFIG}.HyperParameterTuningJobObjective.Type",
+        ),
         "objective_metric_name": objective.get("MetricName"),
         "metric_definitions": algorithm.get("MetricDefinitions") or [],
         "hyperparameter_ranges": _ranges(ranges),
@@ -262,7 +281,11 @@ def from_sagemaker(body: Mapping[str, Any]) -> dict[str, Any]:
     if limits.get("MaxNumberOfTrainingJobs") is not None:  # a Grid may leave it out
         definition["max_jobs"] = limits["MaxNumberOfTrainingJobs"]
     if "TrainingJobEarlyStoppingType" in config:
-        definition["early_stopping_type"] = config["TrainingJobEarlyStoppingType"]
+        definition["early_stopping_type"] = _exact(
+            config["TrainingJobEarlyStoppingType"],
+            ("Off", "Auto"),
+            f"{_CONFIG}.TrainingJobEarlyStoppingType",
+        )
     hyperband = _object(config, "StrategyConfig.HyperbandStrategyConfig", False)
     strategy = definition["strategy"]
     if hyperband or (isinstance(strategy, str) and strategy.lower() == "hyperband"):
@@ -382,7 +405,8 @@ def _warm_start(config: Mapping[str, Any]) -> dict[str, Any]:
                 f"must be a string, got {parent!r:.100}"
             )
         names.append(name)
-    return {"parents": names, "type": config.get("WarmStartType")}
+    kinds = ("IdenticalDataAndAlgorithm", "TransferLearning")
+    return {"parents": names, "type": _exact(config.get("WarmStartType"), kinds, "WarmStartType")}
 
 
 # Our definition's field names -> the SageMaker request's, for refusals of a request sent in

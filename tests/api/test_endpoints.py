@@ -763,3 +763,38 @@ def test_a_body_python_cannot_read_gets_a_400_saying_why(http, body, message):
     response = http.post("/tuning-jobs", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 400, response.text
     assert message in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "where"),
+    [
+        (["Strategy"], "random", "HyperParameterTuningJobConfig.Strategy"),
+        (["Strategy"], "BAYESIAN", "HyperParameterTuningJobConfig.Strategy"),
+        (["HyperParameterTuningJobObjective", "Type"], "maximize", "Objective.Type"),
+        (["TrainingJobEarlyStoppingType"], "auto", "TrainingJobEarlyStoppingType"),
+    ],
+)
+def test_a_sagemaker_request_is_held_to_sagemakers_case(path, value, where):
+    """SageMaker refuses "random"; we took it, so a request tried here failed on SageMaker."""
+    request = sagemaker_hyperband("1", "9")
+    config = request["HyperParameterTuningJobConfig"]
+    for key in path[:-1]:
+        config = config[key]
+    config[path[-1]] = value
+    with pytest.raises(ValidationError, match="case-sensitive") as refused:
+        from_sagemaker(request)
+    assert where in str(refused.value) and repr(value) in str(refused.value)
+
+
+def test_a_sagemaker_warm_start_type_is_held_to_sagemakers_case():
+    request = sagemaker_hyperband("1", "9")
+    request["WarmStartConfig"] = {
+        "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "parent"}],
+        "WarmStartType": "transferlearning",
+    }
+    with pytest.raises(ValidationError, match=r"WarmStartType must be one of .* case-sensitive"):
+        from_sagemaker(request)
+    request["WarmStartConfig"]["WarmStartType"] = "TransferLearning"
+    assert from_sagemaker(request)["warm_start_config"]["type"] == "TransferLearning"
+    request["HyperParameterTuningJobConfig"]["Strategy"] = "TPE"  # ours, as we write it
+    assert from_sagemaker(request)["strategy"] == "TPE"
