@@ -706,3 +706,22 @@ def test_a_run_stopped_by_a_signal_leaves_a_library_callers_handlers_as_they_wer
     code = _drive(stub, run, SimpleNamespace(progress=False))  # type: ignore[arg-type]
     assert code == 130 and interrupted == [True]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_the_summary_shows_categorical_values_as_the_command_got_them(tmp_path, sqlite_url):
+    """Choices 1 and 1.0 (two argv words, "1" and "1.0") were both shown as 1."""
+    from tests.conftest import fake_command
+    from tuner import CategoricalParameter, HyperparameterTuner
+    from tuner.cli import summary
+
+    tuner = HyperparameterTuner(
+        {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+        "accuracy",
+        {"width": CategoricalParameter([1, 1.0]), "flag": CategoricalParameter([True])},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        strategy="Grid",
+        storage=sqlite_url,
+    )
+    tuner.fit()
+    rows = summary(tuner).split("  top 2:\n")[1].splitlines()[1:]
+    assert sorted(row.split()[1:3] for row in rows) == [["1", "true"], ["1.0", "true"]]

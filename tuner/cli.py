@@ -35,6 +35,7 @@ from tuner.metrics import (
     log_chunks,
 )
 from tuner.owners import owner_is_gone
+from tuner.parameters import argv_word
 from tuner.progress import ProgressBar, wanted
 from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
@@ -162,6 +163,12 @@ def _cell(value: object) -> str:
     return text if text.isprintable() else repr(text)[1:-1]
 
 
+def _value_cell(value: object, categorical: bool) -> str:
+    """A hyperparameter's cell: a categorical value as the training command got it (``1`` and
+    ``1.0`` are two choices, both shown as 1 to 6 digits)."""
+    return _cell(argv_word(value) if categorical and value is not None else value)
+
+
 def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     """Status, reason, counters and the best ``top`` training jobs as text."""
     d = tuner.describe()
@@ -197,7 +204,9 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
     if done and top > 0:
         sign = -1.0 if d["objective"]["type"] == "Maximize" else 1.0
         shown = sorted(done, key=lambda j: (sign * (j.objective or 0.0), j.number))[:top]
-        names = list(tuner.definition.hyperparameter_ranges)
+        ranges = tuner.definition.hyperparameter_ranges
+        names = list(ranges)
+        chosen = {n for n, r in ranges.items() if r.get("type") == "categorical"}
         head = [
             "TrainingJobName",
             *map(_cell, names),
@@ -207,7 +216,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         rows = [
             [
                 j.name,
-                *(_cell(j.hyperparameters.get(n)) for n in names),
+                *(_value_cell(j.hyperparameters.get(n), n in chosen) for n in names),
                 objective_text(j.objective),
                 _cell(j.duration),
             ]
