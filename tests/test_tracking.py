@@ -523,3 +523,34 @@ def test_twins_of_a_retried_run_creation_are_deleted(
     runs = c.search_runs([c.get_experiment_by_name("twins").experiment_id], max_results=100)
     assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
     assert_mirrors_the_store(mlflow_server, tuner)
+
+
+def test_a_tuning_job_stopped_before_it_ran_is_a_stopped_parent_run(
+    tmp_path, sqlite_url, mlflow_server
+):
+    """A service ends a waiting tuning job asked to stop without a worker, and no worker wrote
+    it to MLflow: it was missing there."""
+    from tuner.service import NEVER_RAN, TuningService
+    from tuner.storage import Store
+
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, workers="thread", max_running=1)
+    try:
+        long = definition(tmp_path, mlflow_server.url, "busy", static={"sleep": 3})
+        service.submit(TuningJobDefinition.parse(long))
+        waiting = definition(tmp_path, mlflow_server.url, "never-ran")
+        service.submit(TuningJobDefinition.parse(waiting))
+        assert service.stop("never-ran").status_reason == NEVER_RAN
+        parent, children = wait_for(
+            lambda: (
+                (found := runs_of(mlflow_server, "never-ran"))[0] is not None
+                and found[0].info.status == "KILLED"
+                and found
+            )
+        )
+        assert parent.info.run_name == "never-ran" and children == []
+        assert parent.data.tags["status"] == "Stopped"
+        assert parent.data.tags["status_reason"] == NEVER_RAN
+    finally:
+        service.stop("busy")
+        service.shutdown()

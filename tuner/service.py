@@ -43,7 +43,7 @@ from tuner.launch_policy import LaunchPolicy
 from tuner.owners import owner_is_gone, process_owner
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
-from tuner.tracking import tracker_for
+from tuner.tracking import catch_up, tracker_for
 from tuner.tuner import default_name, positive_whole
 from tuner.warm_start import resolve
 from tuner.worker import run_tuning_job
@@ -307,7 +307,32 @@ class TuningService:
             store.release_tuning_job(name, self.owner)
             return False
         store.set_tuning_status(name, TuningStatus.STOPPED, NEVER_RAN)
+        self._track_ended_here(name, store)
         return True
+
+    def _track_ended_here(self, name: str, store: Store) -> None:
+        """Write tuning job ``name``, ended here without a worker, to its MLflow tracking
+        server (a parent run, Stopped, with no nested run), in a thread of its own: a slow
+        server must not hold the scan or the request. A failure is logged (``tuner track``
+        writes it later)."""
+        record = store.get_tuning_job(name)
+        definition = TuningJobDefinition.from_store(record.definition, name)
+        if definition.tracking_uri is None:
+            return
+
+        def track() -> None:
+            try:
+                catch_up(definition, name, self.store, None)
+            except Exception as exc:  # the tuning job has ended: nothing of it is lost
+                log.error(
+                    "MLflow tracking of %s at %s failed: %s; `tuner track %s` writes it",
+                    name,
+                    definition.tracking_uri,
+                    exc,
+                    name,
+                )
+
+        threading.Thread(target=track, name=f"mlflow-{name}", daemon=True).start()
 
     def _allowed(self, name: str) -> bool:
         """Whether this service's launch policy allows what the tuning job runs: one created
