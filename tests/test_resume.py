@@ -204,7 +204,7 @@ def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(
     from tuner.launchers.tracked import HANDLE_FILE
 
     store = Store(sqlite_url)
-    d = definition(tmp_path, sleep=1.0, max_jobs=1, max_parallel_jobs=1)
+    d = definition(tmp_path, 1.0, {"max_runtime": 30}, max_jobs=1, max_parallel_jobs=1)
     store.create_tuning_job("resume", d.to_json())
     job = store.create_training_job("resume", 1, {"x": 0.5})
     dead_tuner = Scheduler(d, "resume", store)
@@ -216,7 +216,10 @@ def test_a_job_started_but_never_recorded_as_started_is_adopted_not_rerun(
         wait_for(lambda: not dead_tuner.launcher.poll(handle).running)
     Scheduler(d, "resume", store).run()
     ended = store.get_training_job(job.name)
+    # it ended before the resume found it: its start was taken for the machine's boot, so it
+    # "ran" for the uptime and Failed past max_runtime, its result lost
     assert ended.status is TrainingStatus.COMPLETED, ended.failure_reason
+    assert ended.duration is not None and 0.5 < ended.duration < 30
     assert set(runs_per_job(store).values()) == {1}
     assert isinstance(dead_tuner.launcher, LocalLauncher)
 

@@ -172,6 +172,7 @@ class _Running:
     began_at: float | None = None  # when its program began running (recorded once)
     steps: int = 0  # values of the objective metric reported so far
     early_stop: str | None = None  # why the stopping rule stopped it
+    recovered: bool = False  # found by ``recover``: its start was never recorded
 
 
 class Scheduler:
@@ -639,8 +640,11 @@ class Scheduler:
             reason = f"objective metric {d.objective_metric_name!r} is {objective}"
         if outcome is not TrainingStatus.COMPLETED:  # any job that did not complete keeps its
             objective = final_objective(run.points, d.objective_metric_name)  # last value
+        began_at = status.began_at
+        if began_at is None and run.recovered and exit_code is not None:
+            began_at = run.job.started_at  # it ended before it was found: it began when started
         ended = self.store.finish_training_job(
-            run.job.name, outcome, objective, reason, exit_code, status.began_at, status.ended_at
+            run.job.name, outcome, objective, reason, exit_code, began_at, status.ended_at
         )
         self._upload(ended)
         self._record_end(ended, run.config)
@@ -791,10 +795,14 @@ class Scheduler:
         for job in not_started:
             self.strategy.mark_pending(job.hyperparameters)
             handle = self.launcher.recover(self._spec(job))
-            if handle is not None:  # started, but the start was never recorded
-                self._reattach(
-                    self.store.mark_started(job.name, handle, str(self._spec(job).workdir))
+            if handle is not None:  # started, but the start was never recorded: it was
+                # started right after it was recorded Pending (when it began running may be
+                # unknown: it can have ended before this resume)
+                workdir = str(self._spec(job).workdir)
+                started = self.store.mark_started(
+                    job.name, handle, workdir, started_at=job.created_at
                 )
+                self._reattach(started, recovered=True)
             elif stopping:  # taken over to be stopped: nothing new starts
                 ended = self.store.finish_training_job(
                     job.name, TrainingStatus.STOPPED, failure_reason=NEVER_STARTED
@@ -823,7 +831,7 @@ class Scheduler:
             steps[job.name] = steps.get(job.name, 0) + 1
             self.stopping.report(job.name, job.number, job.hyperparameters, steps[job.name], value)
 
-    def _reattach(self, job: TrainingJob) -> None:
+    def _reattach(self, job: TrainingJob, recovered: bool = False) -> None:
         decided = self.stopping.decided(job.name) if self.stopping else None
         if job.handle and self.launcher.adopt(job.handle, self._spec(job), job.gpus):
             self.launched += 1
@@ -837,6 +845,7 @@ class Scheduler:
                 stored=len(stored),
                 began_at=job.running_at,
                 steps=sum(p.name == self.definition.objective_metric_name for p in stored),
+                recovered=recovered,
             )
             self.running[job.name] = run
             self.strategy.mark_pending(job.hyperparameters)

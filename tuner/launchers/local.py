@@ -239,10 +239,13 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         """
         try:
             kind, pid, ticks, _name = handle.split(":", 3)
-            uptime = float(Path("/proc/uptime").read_text().split()[0])
-            age = max(0.0, uptime - int(ticks) / os.sysconf("SC_CLK_TCK"))
-            job = _LocalJob(spec, time.monotonic() - age, pid=int(pid), ticks=int(ticks))
-            job.began_at = time.time() - age
+            if int(ticks) == 0:  # ``recover``'s handle of a job that had ended: start unknown
+                job = _LocalJob(spec, time.monotonic(), pid=int(pid), ticks=0)
+            else:
+                uptime = float(Path("/proc/uptime").read_text().split()[0])
+                age = max(0.0, uptime - int(ticks) / os.sysconf("SC_CLK_TCK"))
+                job = _LocalJob(spec, time.monotonic() - age, pid=int(pid), ticks=int(ticks))
+                job.began_at = time.time() - age
         except ValueError:
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():

@@ -565,15 +565,21 @@ class Store:
             return _training(row, tuning_job_name)
 
     def mark_started(
-        self, name: str, handle: str, workdir: str, gpus: str | None = None
+        self,
+        name: str,
+        handle: str,
+        workdir: str,
+        gpus: str | None = None,
+        started_at: float | None = None,
     ) -> TrainingJob:
+        """Record that the training job was launched (at ``started_at``; default now)."""
         with self._session() as session:
             row = self._training_row(session, name)
             row.status = TrainingStatus.IN_PROGRESS.value
             row.handle = handle
             row.workdir = workdir
             row.gpus = gpus
-            row.started_at = time.time()
+            row.started_at = time.time() if started_at is None else started_at
             return _training(row, row.tuning_job.name)
 
     def finish_training_job(
