@@ -448,3 +448,28 @@ def test_a_newer_field_at_its_default_is_left_out_of_the_stored_definition(tmp_p
     assert "min_relative_improvement" not in plain
     asked = HyperparameterTuner(**tuner_args(tmp_path, min_relative_improvement=0.01))
     assert asked.definition.to_json()["min_relative_improvement"] == 0.01
+
+
+def test_a_signal_during_start_up_ends_the_tuning_job_interrupted_and_resumable(
+    tmp_path, monkeypatch
+):
+    """QA: a Ctrl-C after the tuning job was recorded but before its scheduler was kept ended
+    it "stopped on request" (exit 0, not resumable), not "interrupted" (exit 130)."""
+    from tuner.scheduler import SIGNALLED
+
+    tuner = HyperparameterTuner(**tuner_args(tmp_path, max_jobs=2, name="early"))
+    record = tuner.store.create_tuning_job
+
+    def recorded_then_signalled(*args, **kwargs):
+        created = record(*args, **kwargs)
+        tuner.interrupt()  # Ctrl-C once the tuning job is recorded, before it has a scheduler
+        return created
+
+    monkeypatch.setattr(tuner.store, "create_tuning_job", recorded_then_signalled)
+    tuner.fit()
+    described = tuner.describe()
+    assert (described["status"], described["status_reason"]) == ("Stopped", SIGNALLED)
+    again = HyperparameterTuner.attach("early", storage=tuner_args(tmp_path)["storage"])
+    again.resume()
+    assert again.describe()["status"] == "Completed"
+    assert len(again.training_jobs()) == 2

@@ -242,6 +242,7 @@ class HyperparameterTuner:
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._signalled = False  # interrupt() was called
         self._scheduler: Scheduler | None = None
         self._error: BaseException | None = None
 
@@ -345,6 +346,7 @@ class HyperparameterTuner:
             )
         self.name = requested or default_name()
         self._stop.clear()
+        self._signalled = False
         jd = self.definition.job_definition
         definition = self.definition.model_copy(
             update={
@@ -376,7 +378,7 @@ class HyperparameterTuner:
             lease_seconds(),
             warm.to_json() if warm else None,
         )
-        self._scheduler = scheduler
+        self._use(scheduler)
         if wait:
             bar = self._progress_bar(progress)
             scheduler.on_event = _both(bar, on_event)
@@ -435,7 +437,7 @@ class HyperparameterTuner:
             raise ValidationError(
                 f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
             )
-        self._scheduler = Scheduler(
+        scheduler = Scheduler(
             self.definition,
             name,
             self.store,
@@ -444,8 +446,16 @@ class HyperparameterTuner:
             owner=owner,
             lease_seconds=lease_seconds(),
         )
-        self._scheduler.run()
+        self._use(scheduler)
+        scheduler.run()
         return self
+
+    def _use(self, scheduler: Scheduler) -> None:
+        """Run with ``scheduler`` from now on; an ``interrupt`` that came before it existed
+        (a signal during start-up) ends it as interrupted too, not as stopped on request."""
+        self._scheduler = scheduler
+        if self._signalled:
+            scheduler.stop_reason = SIGNALLED
 
     def _exists(self, name: str) -> bool:
         try:
@@ -520,6 +530,7 @@ class HyperparameterTuner:
     def interrupt(self) -> None:
         """Stop a tuning job this process runs, from a signal handler (it touches nothing but
         an event): running training jobs are stopped and the tuning job ends as Stopped."""
+        self._signalled = True  # for a scheduler made after this (during start-up)
         if self._scheduler is not None:
             self._scheduler.stop_reason = SIGNALLED
         self._stop.set()
