@@ -18,6 +18,7 @@ import yaml
 
 from tests.conftest import fake_command
 from tuner.storage import Store
+from tuner.summary import STOPPED_BY_SIGNAL
 
 
 def definition(tmp_path: Path, **overrides) -> dict:
@@ -289,6 +290,9 @@ def test_a_run_stopped_by_ctrl_c_is_resumed_without_using_up_max_jobs(tmp_path):
     assert described["status"] == "Completed"
     counters = described["training_job_status_counters"]
     assert counters["Completed"] == 3 and counters["Stopped"] == 2  # the two stopped, run again
+    jobs = Store(db_env(tmp_path)["TUNER_DATABASE_URL"]).list_training_jobs("cut")
+    reasons = [j.failure_reason for j in jobs if j.status.value == "Stopped"]
+    assert reasons == [STOPPED_BY_SIGNAL] * 2  # not "its tuner ended ... not re-attached"
     again = tuner(tmp_path, "resume", "cut", "--no-progress")
     assert again.returncode == 2 and "has ended (Completed): all max_jobs=3 jobs ended" in (
         again.stderr

@@ -530,3 +530,43 @@ def test_a_job_stopped_by_a_person_keeps_its_last_value_with_best_aggregation(tm
     tuner.wait(timeout=30)
     (job,) = tuner.training_jobs()
     assert (job.status, job.objective) == (TrainingStatus.STOPPED, 0.5)
+
+
+def test_a_job_stopped_for_its_runtime_stays_timed_out_when_the_tuner_is_interrupted(
+    tmp_path, sqlite_url
+):
+    """QA: a Ctrl-C during the grace period of a job being stopped for max_runtime recorded it
+    Stopped "stopped by the tuner", and the resume ran it again for free; a job the tuner
+    stopped first is not called timed out when its grace period outlasts the limit."""
+    tuner = make_tuner(
+        tmp_path,
+        sqlite_url,
+        {"sleep": 30, "ignore_sigterm": "true"},
+        max_jobs=2,
+        max_parallel_jobs=1,
+        job={"max_runtime": 1.0, "grace_period": 4.0},
+    )
+    tuner.fit(wait=False)
+    wait_until_running(tuner, 1)
+    time.sleep(2.0)  # past its limit: SIGTERMed (ignored), its grace period running
+    tuner.interrupt()
+    tuner.wait(timeout=60)
+    (timed_out,) = tuner.training_jobs()
+    assert timed_out.status is TrainingStatus.FAILED
+    assert timed_out.failure_reason == "exceeded max_runtime=1s and was stopped"
+    tuner.resume()
+    assert [j.number for j in tuner.training_jobs()] == [1, 2]  # not run again
+
+    stopped = make_tuner(
+        tmp_path,
+        sqlite_url,
+        {"sleep": 30, "ignore_sigterm": "true"},
+        max_jobs=1,
+        job={"max_runtime": 2.0, "grace_period": 3.0},
+    )
+    stopped.fit(wait=False)
+    wait_until_running(stopped, 1)
+    stopped.interrupt()  # stopped at once; its grace period ends past its limit
+    stopped.wait(timeout=60)
+    (job,) = stopped.training_jobs()
+    assert (job.status, job.failure_reason) == (TrainingStatus.STOPPED, "stopped by the tuner")

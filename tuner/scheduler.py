@@ -598,11 +598,11 @@ class Scheduler:
         last = f"; last log line: {run.parser.last_line[:300]!r}" if run.parser.last_line else ""
         if run.early_stop is not None:
             outcome, reason = TrainingStatus.STOPPED, run.early_stop
-        elif stopped:
-            outcome, reason = TrainingStatus.STOPPED, STOPPED_BY_TUNER
-        elif timed_out:
+        elif timed_out:  # being stopped for it when the tuner stopped it too (a Ctrl-C)
             outcome = TrainingStatus.FAILED
             reason = f"exceeded max_runtime={d.job_definition.max_runtime:g}s and was stopped"
+        elif stopped:
+            outcome, reason = TrainingStatus.STOPPED, STOPPED_BY_TUNER
         elif (ran := self._overran(run, status)) is not None:
             outcome = TrainingStatus.FAILED
             reason = (

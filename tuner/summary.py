@@ -53,6 +53,8 @@ def best_of(jobs: list[TrainingJob], maximize: bool) -> TrainingJob | None:
 
 
 INTERRUPTED = "interrupted: its tuner ended while it ran and it could not be re-attached"
+# a job that Ctrl-C or SIGTERM to its tuner stopped, once the tuning job is resumed
+STOPPED_BY_SIGNAL = "interrupted: Ctrl-C or SIGTERM to its tuner stopped it; it runs again"
 NOT_STARTED = "not started: "  # a launcher that did not answer; runs again, budget kept
 ENDED_OUTSIDE = "interrupted from outside: "  # its platform ended it; runs again, budget kept
 
@@ -61,8 +63,9 @@ def ran_again(job: TrainingJob) -> bool:
     """A job recorded as lost, ended from outside or never started: its configuration runs
     again and it does not count towards ``max_jobs``."""
     reason = job.failure_reason or ""
+    rerun = reason in (INTERRUPTED, STOPPED_BY_SIGNAL)
     return job.status is TrainingStatus.STOPPED and (
-        reason == INTERRUPTED or reason.startswith((NOT_STARTED, ENDED_OUTSIDE))
+        rerun or reason.startswith((NOT_STARTED, ENDED_OUTSIDE))
     )
 
 

@@ -39,7 +39,6 @@ from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
 from tuner.scheduler import (
-    INTERRUPTED,
     SIGNALLED,
     STOPPED_BY_TUNER,
     EventHandler,
@@ -48,7 +47,7 @@ from tuner.scheduler import (
 from tuner.storage import Store
 from tuner.storage.store import RUN_PATIENCE
 from tuner.strategies import strategy_name
-from tuner.summary import best_of, describe
+from tuner.summary import STOPPED_BY_SIGNAL, best_of, describe
 from tuner.warm_start import WarmStartConfig, resolve
 
 
@@ -416,10 +415,12 @@ class HyperparameterTuner:
         ``max_jobs``, nothing runs twice. Raises ``ValidationError`` when it has ended
         otherwise or another process holds it."""
         name = self._require_name()
+        self._stop.clear()  # a stop or interrupt of an earlier run is not this one's
+        self._signalled = False
         owner = process_owner()
         record = self.store.get_tuning_job(name)
         reopened = record.status is TuningStatus.STOPPED and self.store.reopen_tuning_job(
-            name, SIGNALLED, STOPPED_BY_TUNER, INTERRUPTED, owner, lease_seconds()
+            name, SIGNALLED, STOPPED_BY_TUNER, STOPPED_BY_SIGNAL, owner, lease_seconds()
         )
         if reopened or record.status is TuningStatus.STOPPED:
             record = self.store.get_tuning_job(name)  # reopened, or by another process

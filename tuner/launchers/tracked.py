@@ -76,7 +76,7 @@ class TrackedLauncher(Launcher, Generic[J]):
         """Enforce the runtime limit and the grace period of a job that still runs."""
         now = time.monotonic()
         limit = job.spec.max_runtime
-        if limit is not None and not job.timed_out and now - job.started > limit:
+        if limit is not None and not (job.timed_out or job.stopped) and now - job.started > limit:
             job.timed_out = True
             self._terminate(job)
         if job.kill_at is not None and now >= job.kill_at:
