@@ -154,10 +154,14 @@ def test_missing_program_is_a_launch_error(make, tmp_path):
             launcher.start(bad)
         script = tmp_path / "train.sh"  # it said "no such executable program" for these too
         script.write_text("#!/bin/sh\necho hi\n")
+        orphan = tmp_path / "orphan.py"  # it said "No such file" of the script itself
+        orphan.write_text("#!/no/such/python -u\nprint('hi')\n")
+        orphan.chmod(0o755)
         for argv, why in (
             ([str(script)], "it is not executable (chmod +x, or run it with its interpreter"),
             ([str(tmp_path)], "it is a directory"),
             (["no-such-trainer-anywhere"], "no such executable program on PATH"),
+            ([str(orphan)], "the interpreter its #! line names, '/no/such/python', does not"),
         ):
             with pytest.raises(LaunchError, match=re.escape(why)):
                 launcher.start(LaunchSpec(name="j", argv=argv, workdir=tmp_path / "j"))

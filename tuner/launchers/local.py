@@ -58,7 +58,8 @@ def _unrunnable(program: str, cwd: Path, path: str) -> str | None:
     """Why ``execvp`` could not run ``program`` (found on ``path``, or relative to ``cwd``
     when it holds a slash), or None when it can."""
     if "/" not in program:
-        return None if shutil.which(program, path=path) else "no such executable program on PATH"
+        found = shutil.which(program, path=path)
+        return _missing_interpreter(Path(found)) if found else "no such executable program on PATH"
     full = Path(cwd) / program
     if not full.exists():
         return "no such file"
@@ -66,7 +67,21 @@ def _unrunnable(program: str, cwd: Path, path: str) -> str | None:
         return "it is a directory"
     if not os.access(full, os.X_OK):
         return f"it is not executable (chmod +x, or run it with its interpreter: python {program})"
-    return None
+    return _missing_interpreter(full)
+
+
+def _missing_interpreter(script: Path) -> str | None:
+    """Why script ``script`` cannot run when the interpreter its ``#!`` line names is missing
+    (``execvp`` then says "No such file or directory" of the script itself), else None."""
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith(b"#!") else []
+    if not words or not words[0].startswith(b"/") or os.path.exists(words[0]):
+        return None
+    return f"the interpreter its #! line names, {os.fsdecode(words[0])!r}, does not exist"
 
 
 @dataclass
