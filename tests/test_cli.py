@@ -638,15 +638,17 @@ def test_the_summary_prints_names_as_they_are(tmp_path, sqlite_url):
     assert '{"学习率": "β"}' in summary(tuner)
 
 
-def test_ctrl_c_while_the_command_imports_is_no_traceback(tmp_path):
-    """A Ctrl-C in the first half second of ``tuner run`` (its imports) printed a traceback.
-    Here the SIGINT is sent from inside the import of ``tuner.cli``, whenever that comes."""
-    script = """
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_the_command_imports_is_no_traceback(tmp_path, number):
+    """A Ctrl-C in the first half second of ``tuner run`` (its imports) printed a traceback,
+    and a SIGTERM then killed it (143, no message). Here the signal is sent from inside the
+    import of ``tuner.cli``, whenever that comes."""
+    script = f"""
 import os, signal, sys
 class Interrupt:
     def find_spec(self, name, path=None, target=None):
         if name == "tuner.cli":
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), {int(number)})
         return None
 sys.meta_path.insert(0, Interrupt())
 from tuner.entry import main
