@@ -403,6 +403,22 @@ def test_check_metrics_fails_a_log_whose_objective_is_not_finite(tmp_path, last)
     assert "... 20 more captures that are not numbers" in result.stdout
 
 
+def test_check_metrics_says_a_regex_matched_when_it_captured_no_number(tmp_path):
+    """It printed "no match for ..." above the lines the regex had matched."""
+    log = tmp_path / "sample.log"
+    log.write_text("score=N/A\nscore=none\n")
+    metrics = [{"Name": "score", "Regex": r"score=(\S+)"}]
+    config = write(
+        tmp_path, definition(tmp_path, objective_metric_name="score", metric_definitions=metrics)
+    )
+    result = tuner(tmp_path, "check-metrics", "--log", str(log), "--config", str(config))
+    assert "no match" not in result.stdout
+    assert (
+        "score (objective): matched, but never captured a number (the last capture: 'none'"
+        in result.stdout
+    )
+
+
 def test_check_metrics_warns_when_the_objective_is_missing(tmp_path):
     log = tmp_path / "sample.log"
     log.write_text("training: accuracy=0.5\n")

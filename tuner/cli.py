@@ -486,7 +486,13 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
         values = [p.value for p in points if p.name == metric.name]
         marker = " (objective)" if metric.name == definition.objective_metric_name else ""
         if not values:
-            print(f"  {metric.name}{marker}: no match for {metric.regex!r}")
+            if metric.name in parser.last_unparsed:
+                print(
+                    f"  {metric.name}{marker}: matched, but never captured a number (the last "
+                    f"capture: {parser.last_unparsed[metric.name]!r}; below)"
+                )
+            else:
+                print(f"  {metric.name}{marker}: no match for {metric.regex!r}")
             continue
         finite = [v for v in values if math.isfinite(v)]
         shown = ", ".join(f"{v:g}" for v in values[:3]) + (" ..." if len(values) > 3 else "")

@@ -110,6 +110,13 @@ class MetricDefinition:
                 f"Regex of metric {self.name!r} must have exactly one capture group, "
                 f"got {pattern.groups} in {self.regex!r}"
             )
+        if pattern.search("") is not None:
+            raise ValidationError(
+                f"Regex of metric {self.name!r} must not match empty text (it would match at "
+                f"every place of every line, capturing no number), got {self.regex!r}: make "
+                "what comes before the number, and the number, required, e.g. "
+                "'accuracy=([0-9.]+)'"
+            )
         object.__setattr__(self, "pattern", pattern)
 
     @classmethod
