@@ -747,3 +747,32 @@ def test_the_summary_shows_categorical_values_as_the_command_got_them(tmp_path, 
     tuner.fit()
     rows = summary(tuner).split("  top 2:\n")[1].splitlines()[1:]
     assert sorted(row.split()[1:3] for row in rows) == [["1", "true"], ["1.0", "true"]]
+
+
+def test_the_summary_table_labels_a_hyperparameter_named_as_one_of_its_columns(
+    tmp_path, sqlite_url
+):
+    """QA: ranges named FinalObjectiveValue and TrainingJobName gave a header with each twice,
+    as `tuner export` and reports label them: NAME (hyperparameter)."""
+    from tests.conftest import fake_command
+    from tuner import CategoricalParameter, HyperparameterTuner
+    from tuner.cli import summary
+
+    tuner = HyperparameterTuner(
+        {"command": fake_command(), "output_path": str(tmp_path / "runs")},
+        "accuracy",
+        {"FinalObjectiveValue": CategoricalParameter(["a"]), "x": CategoricalParameter([0.5])},
+        [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+        storage=sqlite_url,
+        max_jobs=1,
+    )
+    tuner.fit()
+    header = summary(tuner).split("  top 1:\n")[1].splitlines()[0].split()
+    assert header == [
+        "TrainingJobName",
+        "FinalObjectiveValue",
+        "(hyperparameter)",
+        "x",
+        "FinalObjectiveValue",
+        "TrainingElapsedTimeSeconds",
+    ]

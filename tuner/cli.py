@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tuner.analytics import parameter_column
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
@@ -209,7 +210,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         chosen = {n for n, r in ranges.items() if r.get("type") == "categorical"}
         head = [
             "TrainingJobName",
-            *map(_cell, names),
+            *(_cell(parameter_column(n)) for n in names),
             "FinalObjectiveValue",
             "TrainingElapsedTimeSeconds",
         ]
