@@ -76,6 +76,38 @@ def test_choice_fields_are_matched_without_regard_to_case_as_strategy_is(tmp_pat
     )
     with pytest.raises(ValidationError, match="objective_type: Input should be 'Maximize' or"):
         HyperparameterTuner(**tuner_args(tmp_path, objective_type="Maximise"))
+    # QA: these two were refused in another case
+    hyperband = HyperparameterTuner(
+        **tuner_args(
+            tmp_path,
+            strategy="hyperband",
+            strategy_config={"sampler": "bayesian", "max_resource": 9},
+            job_definition={
+                "command": fake_command(),
+                "output_path": str(tmp_path / "runs"),
+                "static_hyperparameters": {"epochs": 9},
+            },
+        )
+    )
+    assert hyperband.definition.hyperband().sampler == "Bayesian"
+    parent = HyperparameterTuner(**tuner_args(tmp_path, max_jobs=2, name="parent")).fit()
+    child = HyperparameterTuner(
+        **tuner_args(
+            tmp_path,
+            strategy="Bayesian",
+            warm_start_config={"parents": [parent.name], "type": "transferlearning"},
+        )
+    )
+    assert child.definition.warm_start_config is not None
+    assert child.definition.warm_start_config.type == "TransferLearning"
+
+
+@pytest.mark.parametrize("key", ["strategy_options", "strategy_config", "early_stopping_options"])
+@pytest.mark.parametrize("value", [0, "", [], False])
+def test_options_that_are_no_mapping_are_refused_even_when_empty(tmp_path, key, value):
+    """QA: the Python API took strategy_options=0 (or "", []) as none given; YAML refused it."""
+    with pytest.raises(ValidationError, match=f"{key}: Input should be a valid dictionary"):
+        HyperparameterTuner(**tuner_args(tmp_path, **{key: value}))
 
 
 def test_a_failed_jobs_last_value_is_no_final_objective_in_the_dataframe(tmp_path):

@@ -291,6 +291,15 @@ class HyperbandConfig(_Strict):
     brackets: int | None = Field(None, ge=1)
     sampler: str = "Random"
 
+    @field_validator("sampler", mode="before")
+    @classmethod
+    def _sampler_any_case(cls, value: Any) -> Any:
+        """``bayesian`` is ``Bayesian``, as a strategy's name is matched without regard to case."""
+        for known in HYPERBAND_SAMPLERS:
+            if isinstance(value, str) and value.lower() == known.lower():
+                return known
+        return value
+
 
 class EarlyStoppingOptions(_Strict):
     """Options of the median stopping rule (``early_stopping_type="Auto"``): a job is judged at

@@ -51,6 +51,12 @@ from tuner.summary import STOPPED_BY_SIGNAL, best_of, describe
 from tuner.warm_start import WarmStartConfig, resolve
 
 
+def _given(options: Any) -> Any:
+    """Options as given, {} for None: 0, "" or [] are refused by the definition, not taken for
+    none (as YAML refuses them)."""
+    return {} if options is None else options
+
+
 def _both(first: EventHandler, second: EventHandler | None) -> EventHandler:
     """An event handler that calls ``first``, then ``second`` when there is one."""
 
@@ -207,10 +213,10 @@ class HyperparameterTuner:
                 and not isinstance(metric_definitions, str | bytes | Mapping)
                 else metric_definitions,
                 "strategy": strategy,
-                "strategy_options": _plain(strategy_options or {}),
-                "strategy_config": _plain(strategy_config or {}),
+                "strategy_options": _plain(_given(strategy_options)),
+                "strategy_config": _plain(_given(strategy_config)),
                 "early_stopping_type": early_stopping_type,
-                "early_stopping_options": _plain(early_stopping_options or {}),
+                "early_stopping_options": _plain(_given(early_stopping_options)),
                 "max_parallel_jobs": max_parallel_jobs,
                 "max_failed_jobs": max_failed_jobs,
                 "random_seed": random_seed,

@@ -77,6 +77,16 @@ class WarmStartConfig(BaseModel):
     parents: list[str] = Field(..., min_length=1, max_length=MAX_PARENTS)
     type: Literal["IdenticalDataAndAlgorithm", "TransferLearning"]
 
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_any_case(cls, value: Any) -> Any:
+        """``transferlearning`` is ``TransferLearning``, as other choices of a definition are
+        matched without regard to case (the SageMaker request shape keeps SageMaker's case)."""
+        for known in ("IdenticalDataAndAlgorithm", "TransferLearning"):
+            if isinstance(value, str) and value.lower() == known.lower():
+                return known
+        return value
+
     @field_validator("parents")
     @classmethod
     def _distinct_names(cls, value: list[str]) -> list[str]:
