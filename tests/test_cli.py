@@ -114,6 +114,9 @@ def test_run_list_describe_export(tmp_path):
     exported = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path / "jobs.csv"))
     assert exported.returncode == 0
     assert (tmp_path / "jobs.csv").read_text().count("cli-1-") == 4
+    piped = tuner(tmp_path, "export", "cli-1", "--csv", "-")  # a file named "-" before
+    assert piped.returncode == 0 and not (tmp_path / "-").exists()
+    assert piped.stdout == (tmp_path / "jobs.csv").read_text()
     folder = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path))  # IsADirectoryError
     assert folder.returncode == 2 and f"cannot write CSV {tmp_path}" in folder.stderr
     twice = tuner(tmp_path, "report", "cli-1", "cli-1", "--out", str(tmp_path / "r"))

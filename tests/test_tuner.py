@@ -501,6 +501,9 @@ def test_a_signal_during_start_up_ends_the_tuning_job_interrupted_and_resumable(
     tuner.fit()
     described = tuner.describe()
     assert (described["status"], described["status_reason"]) == ("Stopped", SIGNALLED)
+    from tuner.cli import summary
+
+    assert summary(tuner).endswith("\n  training jobs: none")  # it ended in ": " before
     again = HyperparameterTuner.attach("early", storage=tuner_args(tmp_path)["storage"])
     again.resume()
     assert again.describe()["status"] == "Completed"

@@ -79,6 +79,11 @@ class TuningJobAnalytics:
         columns = [*FIXED_COLUMNS[:4], *map(parameter_column, self.parameters), *FIXED_COLUMNS[4:]]
         return pd.DataFrame(rows, columns=columns)
 
+    def csv_text(self) -> str:
+        """The dataframe as CSV text (as ``export_csv`` writes it)."""
+        text: str = self.dataframe().to_csv(index=False, date_format=CSV_TIME_FORMAT)
+        return text
+
     def export_csv(self, path: str | Path) -> Path:
         """Write the dataframe to ``path`` (parent folders created) and return the path;
         ``TunerError`` naming the path when it cannot be written (a folder, no permission)."""

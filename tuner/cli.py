@@ -179,7 +179,10 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         f"  strategy {d['strategy']}, objective {d['objective']['type']} "
         f"{d['objective']['metric']}",
         "  training jobs: "
-        + ", ".join(f"{k} {v}" for k, v in d["training_job_status_counters"].items() if v),
+        + (
+            ", ".join(f"{k} {v}" for k, v in d["training_job_status_counters"].items() if v)
+            or "none"
+        ),
     ]
     warm = d.get("warm_start")
     if warm:
@@ -432,7 +435,11 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     tuner = HyperparameterTuner.attach(args.name, storage=args.storage)
-    print(tuner.analytics().export_csv(args.csv))
+    analytics = tuner.analytics()
+    if args.csv == "-":  # standard output, as `-` means to most tools
+        sys.stdout.write(analytics.csv_text())
+    else:
+        print(analytics.export_csv(args.csv))
     return 0
 
 
@@ -702,7 +709,7 @@ def parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write one CSV row per training job")
     export.add_argument("name")
-    export.add_argument("--csv", required=True, help="output file")
+    export.add_argument("--csv", required=True, help="output file (- for standard output)")
     export.set_defaults(func=cmd_export)
 
     serve = sub.add_parser("serve", help="run the REST service (token: $TUNER_API_TOKEN)")
