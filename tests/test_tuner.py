@@ -508,3 +508,15 @@ def test_a_signal_during_start_up_ends_the_tuning_job_interrupted_and_resumable(
     again.resume()
     assert again.describe()["status"] == "Completed"
     assert len(again.training_jobs()) == 2
+
+
+def test_median_rule_options_given_while_it_is_off_are_refused(tmp_path):
+    """QA: options given without early_stopping_type="Auto" were taken silently, and nothing
+    was ever stopped; the defaults themselves, as a stored definition holds them, still pass."""
+    with pytest.raises(ValidationError, match="on only with early_stopping_type='Auto'; got 'Off'"):
+        HyperparameterTuner(**tuner_args(tmp_path, early_stopping_options={"min_jobs": 5}))
+    HyperparameterTuner(**tuner_args(tmp_path, early_stopping_options={"min_jobs": 3}))
+    on = HyperparameterTuner(
+        **tuner_args(tmp_path, early_stopping_type="Auto", early_stopping_options={"min_jobs": 5})
+    )
+    assert on.definition.early_stopping_options.min_jobs == 5

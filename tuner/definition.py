@@ -376,6 +376,23 @@ class TuningJobDefinition(_Strict):
             MetricDefinition(spec.Name, spec.Regex)
         return value
 
+    @field_validator("early_stopping_options")
+    @classmethod
+    def _options_need_auto(
+        cls, value: EarlyStoppingOptions, info: ValidationInfo
+    ) -> EarlyStoppingOptions:
+        """Options of the median rule other than its defaults, given while it is off, are
+        refused: the user meant it on (``early_stopping_type: Auto``), and nothing would stop."""
+        if isinstance(info.context, dict) and info.context.get("stored"):
+            return value
+        off = info.data.get("early_stopping_type") == "Off"
+        if off and value != EarlyStoppingOptions.model_validate({}):
+            raise ValueError(
+                "early_stopping_options apply to the median stopping rule, which is on only "
+                f"with early_stopping_type='Auto'; got 'Off' with {value.model_dump()}"
+            )
+        return value
+
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, value: str) -> str:
