@@ -350,8 +350,7 @@ class HyperparameterTuner:
                 f"tuning job {requested!r} already exists; attach to it or choose another name"
             )
         self.name = requested or default_name()
-        self._stop.clear()
-        self._signalled = False
+        self._fresh_run()
         jd = self.definition.job_definition
         definition = self.definition.model_copy(
             update={
@@ -388,7 +387,7 @@ class HyperparameterTuner:
             bar = self._progress_bar(progress)
             scheduler.on_event = _both(bar, on_event)
             try:
-                scheduler.run()
+                self._run(scheduler)
             finally:
                 bar.close()
             return self
@@ -421,8 +420,7 @@ class HyperparameterTuner:
         ``max_jobs``, nothing runs twice. Raises ``ValidationError`` when it has ended
         otherwise or another process holds it."""
         name = self._require_name()
-        self._stop.clear()  # a stop or interrupt of an earlier run is not this one's
-        self._signalled = False
+        self._fresh_run()
         owner = process_owner()
         record = self.store.get_tuning_job(name)
         reopened = record.status is TuningStatus.STOPPED and self.store.reopen_tuning_job(
@@ -454,7 +452,7 @@ class HyperparameterTuner:
             lease_seconds=lease_seconds(),
         )
         self._use(scheduler)
-        scheduler.run()
+        self._run(scheduler)
         return self
 
     def _use(self, scheduler: Scheduler) -> None:
@@ -473,9 +471,25 @@ class HyperparameterTuner:
 
     def _run_in_background(self, scheduler: Scheduler) -> None:
         try:
-            scheduler.run()
+            self._run(scheduler)
         except BaseException as exc:  # reported by wait()
             self._error = exc
+
+    def _fresh_run(self) -> None:
+        """Before a run starts: forget a stop asked of an earlier one, but not an
+        ``interrupt`` that came since the last run ended (a signal during start-up, after a
+        command installed its handler)."""
+        if not self._signalled:
+            self._stop.clear()
+            if self._signalled:  # it came in between
+                self._stop.set()
+
+    def _run(self, scheduler: Scheduler) -> None:
+        """Run ``scheduler`` to its end; an ``interrupt`` is this run's only."""
+        try:
+            scheduler.run()
+        finally:
+            self._signalled = False
 
     def wait(
         self,
