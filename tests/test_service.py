@@ -330,3 +330,42 @@ def test_a_scan_leaves_a_tuning_job_whose_holder_lives_or_cannot_be_told(tmp_pat
     assert service.scan() == []
     assert dict(store.held_tuning_jobs()) == holders
     service.shutdown()
+
+
+ENGINE_DOWN = (
+    "import tuner.scheduler\n"
+    "from tuner.errors import LauncherUnavailable\n"
+    "def engine_down(self):\n"
+    "    raise LauncherUnavailable('the Docker engine did not answer')\n"
+    "tuner.scheduler.Scheduler.run = engine_down\n"
+)
+
+
+def test_a_worker_that_ends_holding_its_lease_is_not_restarted_every_scan(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """Review: a worker whose engine is down ends with 0, its lease held (to be resumed once it
+    runs out); the scan took that lease from the dead worker at once and started another, about
+    once a second."""
+    import tuner.service
+
+    monkeypatch.setattr(tuner.service, "_WORKER", ENGINE_DOWN + tuner.service._WORKER)
+    starts: list[str] = []
+    start = TuningService._start_worker
+
+    def counted(self: TuningService, name: str) -> subprocess.Popen[bytes]:
+        starts.append(name)
+        return start(self, name)
+
+    monkeypatch.setattr(TuningService, "_start_worker", counted)
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", lease_seconds=30, scan_interval=0.2)
+    service.start()
+    try:
+        service.submit(definition(tmp_path, 0.1, max_jobs=1))
+        wait_for(lambda: service.running() == [], timeout=30)  # the worker has ended
+        time.sleep(3)  # fifteen scans
+        assert starts == ["resume"]
+        assert store.get_tuning_job("resume").owner is not None  # left to run out
+    finally:
+        service.shutdown()

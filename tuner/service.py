@@ -114,7 +114,7 @@ class TuningService:
         self.owner = process_owner()
         self._running: dict[str, _Running] = {}
         self._refused: set[str] = set()  # tuning jobs its policy does not allow, said once
-        self._workers_died: set[str] = set()  # whose worker ended holding the lease
+        self._workers_died: set[str] = set()  # whose worker ended (maybe holding the lease)
         self._lock = threading.Lock()  # guards _running
         self._launching = threading.Lock()  # a scan or a submit's start, whole; shutdown's wait
         self._closing = threading.Event()
@@ -258,9 +258,12 @@ class TuningService:
         """Free the leases held by processes of this machine that have ended (a ``tuner run``
         killed outright), so that this scan takes their tuning jobs without waiting the
         leases out; not those of this service's own workers that it saw die, whose leases
-        run out (a worker failing at once again would otherwise be restarted every scan)."""
+        run out (a worker failing at once again would otherwise be restarted every scan: one
+        that could not re-attach, the engine down, ends with 0 holding its lease)."""
+        with self._lock:
+            mine = set(self._running) | self._workers_died
         for name, holder in self.store.held_tuning_jobs():
-            if name not in self._workers_died and owner_is_gone(holder):
+            if name not in mine and owner_is_gone(holder):
                 log.warning(
                     "tuning job %s: the process holding it (%s) has ended; taking it over",
                     name,
@@ -278,7 +281,8 @@ class TuningService:
             return False
         claimed = self.store.claim_tuning_job(name, self.owner, self.lease_seconds)
         if claimed:
-            self._workers_died.discard(name)
+            with self._lock:
+                self._workers_died.discard(name)
         return claimed and self._launch(name)
 
     def _start_if_next(self, name: str, store: Store) -> None:
@@ -424,8 +428,9 @@ class TuningService:
         """Wait for the worker process to end."""
         try:
             code = process.wait()
-            if code:
+            with self._lock:  # before _done: a scan now leaves its lease to run out
                 self._workers_died.add(name)
+            if code:
                 log.error(
                     "the worker process of tuning job %s ended with exit code %s; its lease"
                     " runs out and a later scan resumes it",
