@@ -373,7 +373,7 @@ class TuningJobDefinition(_Strict):
             return value  # as ``_Strict._stored_value``: read what an older version took
         for spec in value:
             check_metric_name(spec.Name)
-            MetricDefinition(spec.Name, spec.Regex)
+            MetricDefinition(spec.Name, spec.Regex).check_matches_text()
         return value
 
     @field_validator("early_stopping_options")

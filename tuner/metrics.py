@@ -110,14 +110,19 @@ class MetricDefinition:
                 f"Regex of metric {self.name!r} must have exactly one capture group, "
                 f"got {pattern.groups} in {self.regex!r}"
             )
-        if pattern.search("") is not None:
+        object.__setattr__(self, "pattern", pattern)
+
+    def check_matches_text(self) -> None:
+        """Refuse a regex that matches empty text: it matches at every place of every line and
+        captures no number. Checked on new definitions only (``TuningJobDefinition``): one
+        stored before the rule is read, resumed and taken over as it was."""
+        if self.pattern.search("") is not None:
             raise ValidationError(
                 f"Regex of metric {self.name!r} must not match empty text (it would match at "
                 f"every place of every line, capturing no number), got {self.regex!r}: make "
                 "what comes before the number, and the number, required, e.g. "
                 "'accuracy=([0-9.]+)'"
             )
-        object.__setattr__(self, "pattern", pattern)
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> MetricDefinition:
