@@ -276,7 +276,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description=__doc__.split("\n\n")[0],
         lifespan=lifespan,
-        dependencies=[Depends(one_value_per_query_parameter)],
     )
     app.state.service = service
     app.state.settings = settings
@@ -357,7 +356,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         event loop (never waiting for a worker thread that other requests hold)."""
         return {"status": "ok"}
 
-    api = APIRouter(dependencies=[Depends(authorize)], responses=ERRORS)
+    # the token first: a client without it learns nothing of the rules of the rest
+    checked = [Depends(authorize), Depends(one_value_per_query_parameter)]
+    api = APIRouter(dependencies=checked, responses=ERRORS)
 
     @api.post(
         "/tuning-jobs",
@@ -543,7 +544,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api)
     app.include_router(
         data_router(store, renders),
-        dependencies=[Depends(authorize)],
+        dependencies=checked,
         responses=ERRORS,
     )
     app.include_router(sagemaker_router(store, service, settings.token))

@@ -165,8 +165,8 @@ def _cell(value: object) -> str:
 
 
 def _value_cell(value: object, categorical: bool) -> str:
-    """A hyperparameter's cell: a categorical value as the training command got it (``1`` and
-    ``1.0`` are two choices, both shown as 1 to 6 digits)."""
+    """A hyperparameter's cell: a categorical value as the training command got it, so that
+    choices ``1`` and ``1.0`` are told apart (to 6 digits, both read 1); others as ``_cell``."""
     return _cell(argv_word(value) if categorical and value is not None else value)
 
 

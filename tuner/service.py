@@ -38,7 +38,7 @@ from typing import IO, Literal, cast
 from sqlalchemy.engine import make_url
 
 from tuner.definition import TuningJobDefinition, check_working_directory
-from tuner.errors import StorageError, ValidationError
+from tuner.errors import StorageError, TunerError, ValidationError
 from tuner.launch_policy import LaunchPolicy
 from tuner.owners import owner_is_gone, process_owner
 from tuner.records import TuningJob, TuningStatus
@@ -318,9 +318,13 @@ class TuningService:
         """Write tuning job ``name``, ended here without a worker, to its MLflow tracking
         server (a parent run, Stopped, with no nested run), in a thread of its own: a slow
         server must not hold the scan or the request. A failure is logged (``tuner track``
-        writes it later)."""
-        record = store.get_tuning_job(name)
-        definition = TuningJobDefinition.from_store(record.definition, name)
+        writes it later); nothing here fails the stop, which is recorded already."""
+        try:
+            record = store.get_tuning_job(name)
+            definition = TuningJobDefinition.from_store(record.definition, name)
+        except TunerError as exc:
+            log.error("tuning job %s: not written to MLflow: %s", name, exc)
+            return
         if definition.tracking_uri is None:
             return
 

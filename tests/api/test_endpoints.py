@@ -540,7 +540,9 @@ def test_a_query_parameter_given_twice_is_refused_but_names(http):
     assert paged.status_code == 400 and "'limit' is given 2 times" in paged.json()["detail"]
     compared = http.get("/reports/compare", params=[("names", "nope1"), ("names", "nope2")])
     assert compared.status_code == 404  # a list: read, and the first missing one named
-    assert http.get("/healthz", params=[("a", "1"), ("a", "2")]).status_code == 400
+    assert http.get("/healthz", params=[("a", "1"), ("a", "2")]).status_code == 200  # liveness
+    unauthorized = httpx.get(f"{http.base_url}/tuning-jobs", params=[("limit", 1), ("limit", 2)])
+    assert unauthorized.status_code == 401  # the token first
 
 
 def test_other_client_mistakes(http, server):
