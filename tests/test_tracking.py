@@ -554,3 +554,40 @@ def test_a_tuning_job_stopped_before_it_ran_is_a_stopped_parent_run(
     finally:
         service.stop("busy")
         service.shutdown()
+
+
+def test_params_a_lost_connection_kept_from_a_new_run_are_written_by_the_retry(
+    tmp_path, sqlite_url, mlflow_server
+):
+    """CI: the server went away between a nested run's creation and its params; the retry
+    found the run already known and skipped them, and the run stayed without params (the
+    parent run's params the same way)."""
+    from tuner.records import TuningStatus
+    from tuner.storage import Store
+    from tuner.tracking.mlflow_tracker import MlflowTracker
+
+    parsed = TuningJobDefinition.parse(definition(tmp_path, mlflow_server.url, "lost-params"))
+    store = Store(sqlite_url)
+    store.create_tuning_job("lost-params", parsed.to_json(), None, 30)
+    job = store.create_training_job("lost-params", 1, {"x": 0.1, "exit_code": 0})
+    job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
+    tracker = MlflowTracker(mlflow_server.url, "lost-params", parsed, store)
+    log_batch = tracker.client.log_batch
+    failed: list[str] = []
+
+    def connection_lost_once(run_id: str, **kwargs: Any) -> None:
+        if kwargs.get("params") and run_id not in failed:  # once for each run
+            failed.append(run_id)
+            raise ConnectionError("the server went away")  # not a refusal: retried
+        log_batch(run_id, **kwargs)
+
+    tracker.client.log_batch = connection_lost_once  # type: ignore[method-assign]
+    tracker.start()
+    tracker.job_started(job)
+    ended = store.finish_training_job(job.name, TrainingStatus.COMPLETED, 0.1)
+    tracker.job_ended(ended)
+    tracker.close(store.set_tuning_status("lost-params", TuningStatus.COMPLETED, "done"))
+    parent, [run] = runs_of(mlflow_server, "lost-params")
+    assert failed == [parent.info.run_id, run.info.run_id]
+    assert parent.data.params["objective_metric_name"] == "accuracy"
+    assert run.data.params == {"epochs": "3", "x": "0.1", "exit_code": "0"}

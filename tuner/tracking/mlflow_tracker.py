@@ -397,8 +397,8 @@ class MlflowTracker(Tracker):
             "random_seed": d.random_seed,
             "early_stopping_type": d.early_stopping_type,
         }
-        self._parent = run_id
         self._tolerant(lambda: self._log(run_id, params=params))
+        self._parent = run_id  # known once its params are there, as a training job's (_run)
         return run_id
 
     def _run(self, job: TrainingJob) -> str:
@@ -429,9 +429,12 @@ class MlflowTracker(Tracker):
                 tags=self._tags(tags),
             ).info.run_id
             self._find(filter_string, keep=run_id)  # twins of a retried create go
-        self._runs[job.name] = run_id  # first: a refused param must not hide the run
         static = self.definition.job_definition.static_hyperparameters
         self._tolerant(lambda: self._log(run_id, params={**static, **job.hyperparameters}))
+        # known once its params are there (a refused one is skipped): a server gone between
+        # the run's creation and its params fails this call, and its retry finds the run and
+        # logs them (the run was known first, and its params were never written)
+        self._runs[job.name] = run_id
         return run_id
 
     def _find(self, filter_string: str, keep: str | None = None) -> Any:
