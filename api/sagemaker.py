@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tuner.choices import canonical
 from tuner.errors import ValidationError
 from tuner.strategies import STRATEGIES
 
@@ -225,8 +226,7 @@ def _exact(value: Any, allowed: Iterable[str], where: str) -> Any:
     case-sensitive (our own definition's are not), so a request that works here works on
     SageMaker too. Anything else is left for the definition's check to name."""
     allowed = sorted(allowed)
-    other_case = isinstance(value, str) and value not in allowed
-    if other_case and value.lower() in {a.lower() for a in allowed}:
+    if value not in allowed and canonical(value, allowed) in allowed:
         raise ValidationError(
             f"{where} must be one of {allowed} as written (SageMaker's values are "
             f"case-sensitive), got {value!r}"

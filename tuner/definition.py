@@ -27,6 +27,7 @@ from pydantic import (
 
 from tuner import yaml_text
 from tuner.artifacts import split_s3_uri
+from tuner.choices import canonical
 from tuner.errors import ValidationError
 from tuner.metrics import (
     MetricDefinition,
@@ -295,10 +296,7 @@ class HyperbandConfig(_Strict):
     @classmethod
     def _sampler_any_case(cls, value: Any) -> Any:
         """``bayesian`` is ``Bayesian``, as a strategy's name is matched without regard to case."""
-        for known in HYPERBAND_SAMPLERS:
-            if isinstance(value, str) and value.lower() == known.lower():
-                return known
-        return value
+        return canonical(value, HYPERBAND_SAMPLERS)
 
 
 class EarlyStoppingOptions(_Strict):
@@ -405,11 +403,7 @@ class TuningJobDefinition(_Strict):
     def _any_case(cls, value: Any, info: ValidationInfo) -> Any:
         """``maximize`` is ``Maximize``, as a strategy's name is matched without regard to
         case; anything else is left for the field's own check to name."""
-        field = cls.model_fields[str(info.field_name)]
-        for choice in get_args(field.annotation):
-            if isinstance(value, str) and value.lower() == choice.lower():
-                return choice
-        return value
+        return canonical(value, get_args(cls.model_fields[str(info.field_name)].annotation))
 
     @model_validator(mode="before")
     @classmethod

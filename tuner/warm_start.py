@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tuner.choices import canonical
 from tuner.errors import NotFoundError, ValidationError
 from tuner.names import TUNING_JOB_NAME as NAME_PATTERN
 from tuner.parameters import (
@@ -82,10 +83,7 @@ class WarmStartConfig(BaseModel):
     def _type_any_case(cls, value: Any) -> Any:
         """``transferlearning`` is ``TransferLearning``, as other choices of a definition are
         matched without regard to case (the SageMaker request shape keeps SageMaker's case)."""
-        for known in ("IdenticalDataAndAlgorithm", "TransferLearning"):
-            if isinstance(value, str) and value.lower() == known.lower():
-                return known
-        return value
+        return canonical(value, get_args(cls.model_fields["type"].annotation))
 
     @field_validator("parents")
     @classmethod

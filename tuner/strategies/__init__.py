@@ -11,6 +11,7 @@ import importlib
 import inspect
 from typing import Any
 
+from tuner.choices import canonical
 from tuner.errors import ValidationError
 from tuner.space import SearchSpace
 from tuner.strategies.base import Strategy
@@ -27,9 +28,9 @@ STRATEGIES: dict[str, tuple[str, str]] = {
 
 def strategy_name(name: str) -> str:
     """The canonical name of a strategy, matched without regard to case (no import)."""
-    for known in STRATEGIES:
-        if isinstance(name, str) and known.lower() == name.lower():
-            return known
+    known = canonical(name, STRATEGIES)
+    if known in STRATEGIES:
+        return str(known)
     raise ValidationError(f"strategy must be one of {sorted(STRATEGIES)}, got {name!r}")
 
 
