@@ -23,11 +23,29 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 
 TOKEN = "bench-token"
+
+
+def random_definition(
+    name: str, command: list[str], max_jobs: int, max_parallel_jobs: int
+) -> dict[str, Any]:
+    """A Random tuning job of ``command`` (which prints ``accuracy=...``) over one range, as the
+    service benchmarks submit it."""
+    return {
+        "name": name,
+        "strategy": "Random",
+        "objective_metric_name": "accuracy",
+        "max_jobs": max_jobs,
+        "max_parallel_jobs": max_parallel_jobs,
+        "metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9.]+)"}],
+        "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+        "job_definition": {"command": command},
+    }
 
 
 def free_port() -> int:
@@ -113,18 +131,7 @@ def main() -> None:
         process, url = start_server(Path(tmp))
         try:
             job = [sys.executable, "-c", "import time; time.sleep(0.5); print('accuracy=0.5')"]
-            definition = {
-                "name": "load",
-                "strategy": "Random",
-                "objective_metric_name": "accuracy",
-                "max_jobs": 500,
-                "max_parallel_jobs": 4,
-                "metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9.]+)"}],
-                "hyperparameter_ranges": {
-                    "x": {"type": "continuous", "min_value": 0, "max_value": 1}
-                },
-                "job_definition": {"command": job},
-            }
+            definition = random_definition("load", job, max_jobs=500, max_parallel_jobs=4)
             headers = {"Authorization": f"Bearer {TOKEN}"}
             httpx.post(f"{url}/tuning-jobs", json=definition, headers=headers).raise_for_status()
             time.sleep(2)  # some training jobs exist and run

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.api_load import TOKEN, start_server, stop_server
+from bench.api_load import TOKEN, random_definition, start_server, stop_server
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -61,16 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {TOKEN}"}
     silent = [sys.executable, "-c", "import time; time.sleep(600); print('accuracy=0.5')"]
-    definition = {
-        "name": "followed",
-        "strategy": "Random",
-        "objective_metric_name": "accuracy",
-        "max_jobs": 1,
-        "max_parallel_jobs": 1,
-        "metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9.]+)"}],
-        "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
-        "job_definition": {"command": silent},
-    }
+    definition = random_definition("followed", silent, max_jobs=1, max_parallel_jobs=1)
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp))
         leaving = threading.Event()

@@ -28,21 +28,14 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.api_load import TOKEN, start_server, stop_server
+from bench.api_load import TOKEN, random_definition, start_server, stop_server
 from bench.dashboard_load import NAME, fill
 from tuner.storage import Store
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
-TRIVIAL = {
-    "name": "busy",
-    "strategy": "Random",
-    "objective_metric_name": "accuracy",
-    "max_jobs": 100_000,
-    "max_parallel_jobs": 8,
-    "metric_definitions": [{"Name": "accuracy", "Regex": "accuracy=([0-9.]+)"}],
-    "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
-    "job_definition": {"command": [shutil.which("echo") or "/bin/echo", "accuracy=0.5"]},
-}
+TRIVIAL = random_definition(
+    "busy", [shutil.which("echo") or "/bin/echo", "accuracy=0.5"], 100_000, 8
+)
 
 
 def completed(store: Store) -> int:
