@@ -228,7 +228,9 @@ def test_a_regex_too_large_for_re2s_fast_path_is_refused():
     )
 
 
-@pytest.mark.parametrize("regex", ["()", "(?:acc=([0-9.]+))?", "([0-9.]*)"])
+@pytest.mark.parametrize(
+    "regex", ["()", "(?:acc=([0-9.]+))?", "([0-9.]*)", r"\b([0-9.]*)", r"(?i)\s?(\d*)"]
+)
 def test_a_regex_that_matches_empty_text_is_refused_but_read_when_stored(tmp_path, regex):
     """QA: such a regex matches at every place of every line and captures no number. Review: a
     tuning job stored with one before the rule must still be read, resumed and taken over."""
@@ -241,3 +243,11 @@ def test_a_regex_that_matches_empty_text_is_refused_but_read_when_stored(tmp_pat
         TuningJobDefinition.parse(data)
     stored = TuningJobDefinition.from_store(data, "resume")
     assert stored.metric_definitions[0].Regex == regex
+
+
+@pytest.mark.parametrize(
+    "regex", [r"acc=([0-9.]*)", r"\bacc\b\s*([0-9.]+)", r"(?:val_)?acc=([0-9.]+)", r"^([0-9.]+)$"]
+)
+def test_a_regex_that_needs_text_before_its_number_is_accepted(regex):
+    """The empty-text probes refuse only regexes that match nothing in ordinary words."""
+    MetricDefinition("acc", regex).check_matches_text()
