@@ -126,6 +126,39 @@ def test_run_list_describe_export(tmp_path):
     assert bogus.returncode == 2 and "no database dialect is named 'bogus'" in bogus.stderr
 
 
+def test_reports_default_folders_and_a_locale_without_utf8(tmp_path):
+    """QA: ``tuner report A B`` wrote into A's own report folder, replacing it; under LC_ALL=C
+    with UTF-8 mode off, ``report`` crashed after an empty report.html and ``describe`` with a
+    traceback, on a categorical value outside ASCII."""
+    ranges = {"c": {"type": "categorical", "values": ["héllo", "日本"]}}
+    spec = str(write(tmp_path, definition(tmp_path, max_jobs=2, hyperparameter_ranges=ranges)))
+    for name in ("one", "two"):
+        assert tuner(tmp_path, "run", spec, "--name", name).returncode == 0
+    c_locale = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    alone = tuner(tmp_path, "report", "one", env=c_locale)
+    assert alone.returncode == 0, alone.stderr
+    both = tuner(tmp_path, "report", "one", "two", env=c_locale)
+    assert both.returncode == 0, both.stderr
+    reports = tmp_path / "tuner-runs" / "reports"
+    assert sorted(p.name for p in reports.iterdir()) == ["one", "one+two"]
+    assert "two" not in (reports / "one" / "report.md").read_text(encoding="utf-8")
+    page = (reports / "one+two" / "report.html").read_text(encoding="utf-8")
+    assert "héllo" in page or "日本" in page
+    described = tuner(tmp_path, "describe", "one", "--top", "2", env=c_locale)
+    assert described.returncode == 0, described.stderr
+    assert "\\xe9" in described.stdout or "\\u65e5" in described.stdout  # shown escaped
+
+
+def test_a_long_comparison_gets_a_short_default_folder():
+    from tuner.cli import report_folder_name
+
+    assert report_folder_name(["a"]) == "a"
+    names = [f"tuning-job-{i:02d}-" + "x" * 40 for i in range(20)]
+    folder = report_folder_name(names)
+    assert folder.startswith(names[0] + "+19-more-") and len(folder) < 100
+    assert folder != report_folder_name([*names[:-1], "other"])
+
+
 def wait_until_two_started(tmp_path: Path, name: str, files: str = "*/output/argv.json") -> None:
     """Wait (30 s at most) until two training jobs of tuning job ``name`` have begun: each
     writes one of ``files`` in its folder."""

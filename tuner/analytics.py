@@ -22,11 +22,22 @@ FIXED_COLUMNS = (
 REPORT_COLUMNS = ("TuningJobName", "Arm", "Seed")  # put before them in reports' CSV
 
 
-def parameter_column(name: str) -> str:
-    """A hyperparameter's column: its name, or ``NAME (hyperparameter)`` where that name is a
-    fixed column's (a hyperparameter called ``Seed`` or ``TrainingJobName``)."""
-    taken = name in FIXED_COLUMNS or name in REPORT_COLUMNS
-    return f"{name} (hyperparameter)" if taken else name
+def parameter_columns(names: list[str]) -> list[str]:
+    """The hyperparameters' columns, one per name and all distinct: a name, or ``NAME
+    (hyperparameter)`` where that name is a fixed column's (a hyperparameter called ``Seed`` or
+    ``TrainingJobName``), the suffix repeated while the column is still another's (a job tuning
+    both ``Seed`` and ``Seed (hyperparameter)``)."""
+    taken = {*FIXED_COLUMNS, *REPORT_COLUMNS, *names}
+    columns = []
+    for name in names:
+        column = name
+        if name in FIXED_COLUMNS or name in REPORT_COLUMNS:
+            column = f"{name} (hyperparameter)"
+            while column in taken:
+                column += " (hyperparameter)"
+            taken.add(column)
+        columns.append(column)
+    return columns
 
 
 class TuningJobAnalytics:
@@ -53,6 +64,7 @@ class TuningJobAnalytics:
         import pandas as pd
 
         rows = []
+        hyper = parameter_columns(self.parameters)
         steps = self._steps() if self._steps is not None else None
         for job in self._training_jobs():
             row: dict[str, object] = {
@@ -61,7 +73,9 @@ class TuningJobAnalytics:
                 "TrainingJobStatus": job.status.value,
                 "ObjectiveStatus": job.objective_status.value,
             }
-            row.update({parameter_column(p): job.hyperparameters.get(p) for p in self.parameters})
+            row.update(
+                {c: job.hyperparameters.get(p) for p, c in zip(self.parameters, hyper, strict=True)}
+            )
             # SageMaker's FinalObjectiveValue: only an objective that counts, a completed job's
             # or one stopped early (its last value, as SageMaker's); a failed or interrupted
             # job's last value stays in the store and the REST records, not here
@@ -76,7 +90,7 @@ class TuningJobAnalytics:
             row["ArtifactsUri"] = job.artifacts_uri
             row["StepsRun"] = None if steps is None else steps.get(job.name, 0)
             rows.append(row)
-        columns = [*FIXED_COLUMNS[:4], *map(parameter_column, self.parameters), *FIXED_COLUMNS[4:]]
+        columns = [*FIXED_COLUMNS[:4], *hyper, *FIXED_COLUMNS[4:]]
         return pd.DataFrame(rows, columns=columns)
 
     def csv_text(self) -> str:

@@ -13,6 +13,7 @@ imported by the verbs that use them.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import math
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tuner.analytics import parameter_column
+from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
@@ -213,7 +214,7 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
         chosen = {n for n, r in ranges.items() if r.get("type") == "categorical"}
         head = [
             "TrainingJobName",
-            *(_cell(parameter_column(n)) for n in names),
+            *(_cell(c) for c in parameter_columns(names)),
             "FinalObjectiveValue",
             "TrainingElapsedTimeSeconds",
         ]
@@ -329,8 +330,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")
 
 
+def report_folder_name(names: list[str]) -> str:
+    """The default folder of a report on ``names``: the one name, or the names joined by
+    ``+`` (a comparison no longer overwrites its first job's own report); past 120 characters
+    the first name, how many more, and a digest of them all."""
+    joined = "+".join(names)
+    if len(joined) <= 120:
+        return joined
+    digest = hashlib.sha256(joined.encode()).hexdigest()[:10]
+    return f"{names[0]}+{len(names) - 1}-more-{digest}"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    folder = args.out or f"tuner-runs/reports/{args.names[0]}"
+    folder = args.out or f"tuner-runs/reports/{report_folder_name(args.names)}"
     store = Store(args.storage, create=False)
     return _print_report(store, args.names, folder, args.title or "Tuning report")
 
@@ -544,6 +556,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     uvicorn = require("uvicorn", "service", "tuner serve")
     require("fastapi", "service", "tuner serve")
+    from api.settings import token_from_env
 
     if args.storage:
         os.environ["TUNER_DATABASE_URL"] = args.storage
@@ -571,7 +584,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "tuner serve needs a database file or server (--storage, TUNER_DATABASE_URL), "
             f"not an in-memory SQLite database; got {default_url()!r}"
         )
-    if not os.environ.get("TUNER_API_TOKEN"):
+    if token_from_env() is None:
         os.environ["TUNER_API_TOKEN"] = secrets.token_urlsafe(24)
         print(f"TUNER_API_TOKEN={os.environ['TUNER_API_TOKEN']}", file=sys.stderr, flush=True)
     uvicorn.run(
@@ -764,7 +777,9 @@ def parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="compare tuning jobs that exist (HTML, Markdown, JSON)")
     rep.add_argument("names", nargs="+", help="tuning job names")
-    rep.add_argument("--out", help="folder of the report (default tuner-runs/reports/NAME)")
+    rep.add_argument(
+        "--out", help="folder of the report (default tuner-runs/reports/NAME or NAME+NAME...)"
+    )
     rep.add_argument("--title")
     rep.set_defaults(func=cmd_report)
 
@@ -789,6 +804,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a locale without a character of a name or value
+        if hasattr(stream, "reconfigure"):  # (LC_ALL=C, UTF-8 mode off) shows it escaped
+            stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
     try:
         result: Any = args.func(args)

@@ -584,6 +584,26 @@ def test_analytics_keeps_a_hyperparameter_named_as_a_fixed_column(tmp_path, sqli
     assert row["FinalObjectiveValue (hyperparameter)"] == 5.8
 
 
+def test_analytics_keeps_a_hyperparameter_named_as_another_ones_column(tmp_path, sqlite_url):
+    """QA: with hyperparameters ``Seed`` and ``Seed (hyperparameter)`` both columns were named
+    the second and held its values: ``Seed``'s values were lost from export and reports."""
+    from tuner.analytics import TuningJobAnalytics, parameter_columns
+
+    names = ["Seed", "Seed (hyperparameter)", "x"]
+    assert parameter_columns(names) == [
+        "Seed (hyperparameter) (hyperparameter)",
+        "Seed (hyperparameter)",
+        "x",
+    ]
+    store = Store(sqlite_url)
+    _ended_run(store, "two", {}, {}, [({"Seed": 195, "Seed (hyperparameter)": 314, "x": 1}, 0.9)])
+    frame = TuningJobAnalytics(names, "acc", lambda: store.list_training_jobs("two")).dataframe()
+    assert frame.columns.is_unique
+    row = frame.iloc[0]
+    assert row["Seed (hyperparameter) (hyperparameter)"] == 195
+    assert row["Seed (hyperparameter)"] == 314
+
+
 def test_an_arm_without_a_result_saved_no_compute():
     """An early-stopping arm whose every job failed was credited '69% saved'."""
     from tuner.reports.data import _compute_saved

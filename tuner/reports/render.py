@@ -552,7 +552,7 @@ def _write_report(data: dict[str, Any], out: Path, title: str) -> dict[str, Path
         "json": out / "report.json",
         "csv": out / "training_jobs.csv",
     }
-    paths["html"].write_text(render_html(data, title, images))
+    paths["html"].write_text(render_html(data, title, images), encoding="utf-8")
     objective = f"{data['objective']['type']} {data['objective']['metric']}"
     markdown = [f"# {md_text(title)}", ""]
     said = headline(data)
@@ -561,8 +561,10 @@ def _write_report(data: dict[str, Any], out: Path, title: str) -> dict[str, Path
     for t, tbl in tables(data):
         markdown += [f"## {t}", "", _md_table(*tbl), ""]
     markdown += ["## Plots", ""] + [f"![{n}]({n})" for n in images] + [""]
-    paths["markdown"].write_text("\n".join(markdown))
-    paths["json"].write_text(json.dumps(strict_json(data), indent=1, default=str, allow_nan=False))
+    paths["markdown"].write_text("\n".join(markdown), encoding="utf-8")
+    paths["json"].write_text(
+        json.dumps(strict_json(data), indent=1, default=str, allow_nan=False), encoding="utf-8"
+    )
     jobs_frame(data).to_csv(paths["csv"], index=False, date_format=CSV_TIME_FORMAT)
     return paths
 
