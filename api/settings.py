@@ -6,6 +6,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 
+from tuner.errors import ValidationError
 from tuner.service import Workers, count_from_env, workers_from_env
 from tuner.storage import default_url
 from tuner.tuner import lease_seconds
@@ -15,6 +16,28 @@ MAX_BODY_BYTES = 1 << 20
 # what clients can start on one machine (16 x 100); an operator sets what the machine takes
 MAX_RUNNING_TUNING_JOBS = 16
 MAX_PARALLEL_JOBS = 100
+
+
+TOKEN_VARIABLE = "TUNER_API_TOKEN"
+
+
+def token_from_env() -> str | None:
+    """``TUNER_API_TOKEN``, or None when unset or empty (a token is then generated).
+
+    Raises ``ValidationError`` unless it is visible ASCII without spaces, as an Authorization
+    header carries it: HTTP strips a trailing space, so ``'abc '`` was accepted at start-up and
+    then matched no request. The message never shows the token."""
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if not token:
+        return None
+    bad = [i for i, c in enumerate(token) if not "!" <= c <= "~"]
+    if bad:
+        raise ValidationError(
+            f"{TOKEN_VARIABLE} must be visible ASCII characters without spaces (as an "
+            f"Authorization header carries it), got a value of {len(token)} characters of "
+            f"which {len(bad)} not (whitespace or non-ASCII; the first at position {bad[0] + 1})"
+        )
+    return token
 
 
 @dataclass(frozen=True)
@@ -53,7 +76,7 @@ class Settings:
         images = tuple(env.get("TUNER_ALLOWED_IMAGES", "").split())
         hosts = tuple(env.get("TUNER_ALLOWED_DOCKER_HOSTS", "").split())
         return cls(
-            token=env.get("TUNER_API_TOKEN") or secrets.token_urlsafe(24),
+            token=token_from_env() or secrets.token_urlsafe(24),
             database_url=default_url(),
             runs_dir=env.get("TUNER_RUNS_DIR", "tuner-runs"),
             lease_seconds=lease_seconds(),

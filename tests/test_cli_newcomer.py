@@ -223,6 +223,17 @@ def test_bad_command_line_values_are_refused_before_anything_starts(tmp_path, ar
     assert "Uvicorn running" not in result.stderr
 
 
+@pytest.mark.parametrize("token", ["abc ", " abc", "a b", "   ", "t\u00f6ken"])
+def test_a_token_no_client_could_send_is_refused_without_showing_it(tmp_path, token):
+    """QA: TUNER_API_TOKEN='abc ' started a service that answered every request 401 (HTTP
+    strips the trailing space, and so did the dashboard's login)."""
+    result = tuner(tmp_path, "serve", "--port", "0", env={"TUNER_API_TOKEN": token})
+    assert result.returncode == 2, result.stderr
+    assert "TUNER_API_TOKEN must be visible ASCII characters without spaces" in result.stderr
+    assert f"got a value of {len(token)} characters" in result.stderr
+    assert "Uvicorn running" not in result.stderr and repr(token) not in result.stderr
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "inf"])
 def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path, value):
     job = write(tmp_path, definition(tmp_path, max_jobs=1, max_parallel_jobs=1))
