@@ -55,8 +55,9 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
             batch = pickle.load(f, encoding="bytes")
         raw = np.asarray(batch[b"data"])
         raw_labels = np.asarray(batch[b"labels"])
-    except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError) as exc:
-        # an empty file (EOFError), a pickle of something else (TypeError) ...
+    except Exception as exc:  # unpickling bytes of unknown origin may raise anything:
+        # an empty file (EOFError), a pickle of something else (TypeError), one naming a module
+        # this numpy lacks (ModuleNotFoundError: numpy._core, saved by numpy 2) ...
         raise DataError(f"{path} is not a CIFAR-10 python batch: {exc!r:.200}") from None
     if raw.dtype != np.uint8 and (
         raw.dtype.kind not in "iu" or (raw.size and (raw.min() < 0 or raw.max() > 255))
@@ -69,14 +70,14 @@ def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"{path}: the batch holds no images")
     if raw_labels.ndim != 1 or raw_labels.dtype.kind not in "iu":  # 0.7 was cut to 0
         raise DataError(f"{path}: labels must be a list of whole numbers, got {raw_labels!r:.80}")
-    labels = raw_labels.astype(np.int64)
-    if len(data) != len(labels):
-        raise DataError(f"{path}: {len(data)} images but {len(labels)} labels")
-    if len(labels) and (labels.min() < 0 or labels.max() >= CLASSES):
+    if len(data) != len(raw_labels):
+        raise DataError(f"{path}: {len(data)} images but {len(raw_labels)} labels")
+    if len(raw_labels) and (raw_labels.min() < 0 or raw_labels.max() >= CLASSES):
+        # checked before the cast: a uint64 label of 2**63 or more would read as negative
         raise DataError(
-            f"{path}: labels must be 0-{CLASSES - 1}, got {labels.min()}..{labels.max()}"
+            f"{path}: labels must be 0-{CLASSES - 1}, got {raw_labels.min()}..{raw_labels.max()}"
         )
-    return data, labels
+    return data, raw_labels.astype(np.int64)
 
 
 def _cifar_folder(root: Path) -> Path | None:

@@ -45,6 +45,29 @@ def choose_device(
     return device
 
 
+def distributed_ranks(environ: Mapping[str, str] = os.environ) -> tuple[int, int, int]:
+    """``WORLD_SIZE``, ``RANK`` and ``LOCAL_RANK`` as torchrun sets them (1, 0, 0 when absent).
+
+    Raises ``DeviceError`` naming the variable unless the world is at least 1 and each rank
+    is in 0..WORLD_SIZE-1."""
+    values = {}
+    for name, default in (("WORLD_SIZE", "1"), ("RANK", "0"), ("LOCAL_RANK", "0")):
+        text = environ.get(name, default).strip()
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise DeviceError(f"{name} must be a whole number, got {text!r}") from None
+    world, rank, local_rank = values["WORLD_SIZE"], values["RANK"], values["LOCAL_RANK"]
+    if world < 1:
+        raise DeviceError(f"WORLD_SIZE must be >= 1, got {world}")
+    for name, rank_value in (("RANK", rank), ("LOCAL_RANK", local_rank)):
+        if not 0 <= rank_value < world:
+            raise DeviceError(
+                f"{name} must be in 0..{world - 1} (WORLD_SIZE {world}), got {rank_value}"
+            )
+    return world, rank, local_rank
+
+
 def gpu_fraction(environ: Mapping[str, str] = os.environ) -> float | None:
     """The share of one GPU this trial may use (``TUNER_GPU_FRACTION``), or None for all of it.
 

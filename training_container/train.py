@@ -36,17 +36,18 @@ import sys
 import time
 
 IMPORTED_AT = time.time()  # before the heavy imports, for the start-up line
-_sigterm = {"deferring": False, "pending": False, "received": False}
+_sigterm = {"deferring": False, "pending": False, "received": 0}
 
 
 def _end_by_the_signal() -> None:
-    """After a SIGTERM that ``exit_on_sigterm`` turned into an exit: end by the signal itself.
-    Registered before the heavy imports, so atexit runs it after their exit hooks."""
-    if _sigterm["received"]:
+    """After a stop signal that ``exit_on_sigterm`` turned into an exit: end by that signal
+    itself. Registered before the heavy imports, so atexit runs it after their exit hooks."""
+    signum = _sigterm["received"]
+    if signum:
         sys.stdout.flush()
         sys.stderr.flush()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
 
 atexit.register(_end_by_the_signal)
@@ -71,6 +72,7 @@ from training_container.device import (  # noqa: E402
     DeviceError,
     choose_device,
     configure_cuda,
+    distributed_ranks,
     gpu_fraction,
     should_autotune,
 )
@@ -116,8 +118,30 @@ def process_started_at() -> float:
         return IMPORTED_AT
 
 
+def on_off(text: str) -> bool:
+    """A switch's value given as a word: the tuner passes ``download: true`` as
+    ``--download true``; a bare ``--download`` is on as well."""
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+
+
+def add_switch(p: argparse.ArgumentParser, name: str, help: str) -> None:
+    """``--name``, ``--name true`` or ``--name false``; off when absent."""
+    p.add_argument(name, type=on_off, nargs="?", const=True, default=False, help=help)
+
+
+# torch.compile's modes (torch/_inductor/list_mode_options)
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # allow_abbrev off: a hyperparameter named "mom" or "lr" must not set --momentum or
+    # --lr_schedule silently
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--learning_rate", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--wd", type=float, default=5e-4, help="weight decay")
@@ -136,15 +160,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--print_freq", type=int, default=0, help="a progress line every N batches")
     p.add_argument("--dataset", choices=["cifar10", "digits"], default="cifar10")
     p.add_argument("--data_dir", default=os.environ.get("TUNER_DATA_DIR", "data"))
-    p.add_argument("--download", action="store_true", help="download CIFAR-10 if missing")
+    add_switch(p, "--download", "download CIFAR-10 if missing")
     p.add_argument("--validation_fraction", type=float, default=0.1)
     p.add_argument("--stem", choices=["cifar", "imagenet"], default="cifar")
     p.add_argument("--output_dir", default=os.environ.get("TUNER_OUTPUT_DIR", "output"))
     p.add_argument("--checkpoint_dir", default=None)
-    p.add_argument("--onnx", action="store_true", help="also export model.onnx")
-    p.add_argument("--compile", action="store_true", help="torch.compile the training step")
+    add_switch(p, "--onnx", "also export model.onnx")
+    add_switch(p, "--compile", "torch.compile the training step")
     p.add_argument(
         "--compile_mode",
+        choices=COMPILE_MODES,
         default=None,
         help="torch.compile mode (default: reduce-overhead on a GPU, default on a CPU)",
     )
@@ -166,6 +191,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         (args.epochs >= 1, f"--epochs must be >= 1, got {args.epochs}"),
         (0 <= warmup < math.inf, f"--warmup_epochs must be >= 0 and finite, got {warmup}"),
         (args.patience >= 0, f"--patience must be >= 0, got {args.patience}"),
+        (args.print_freq >= 0, f"--print_freq must be >= 0 (0: never), got {args.print_freq}"),
+        (
+            0 < args.validation_fraction < 1,
+            f"--validation_fraction must be between 0 and 1, got {args.validation_fraction}",
+        ),
         (args.threads >= 0, f"--threads must be >= 0 (0: torch's default), got {args.threads}"),
         (0 <= args.seed < 2**32, f"--seed must be in 0..{2**32 - 1}, got {args.seed}"),
         (0 < args.poly_power < math.inf, f"--poly_power must be > 0 and finite, got {power}"),
@@ -185,8 +215,8 @@ def learning_rate_at(
 ) -> float:
     """Linear warmup over ``warmup_epochs``, then constant, polynomial or cosine decay."""
     epoch = step / steps_per_epoch
-    if epoch < args.warmup_epochs:
-        return base * (epoch + 1 / steps_per_epoch) / args.warmup_epochs
+    if epoch < args.warmup_epochs:  # never above base, even for a warmup shorter than a step
+        return base * min(1.0, (epoch + 1 / steps_per_epoch) / args.warmup_epochs)
     span = max(args.epochs - args.warmup_epochs, 1e-9)
     progress = min(1.0, (epoch - args.warmup_epochs) / span)
     if args.lr_schedule == "poly":
@@ -247,10 +277,10 @@ def save_outputs(
         _write_outputs(Path(output_dir), model, history, onnx, device)
 
 
-def prepare_output_dir(output_dir: str) -> None:
+def prepare_output_dir(output_dir: str, option: str = "--output_dir") -> None:
     """Create a local ``output_dir`` and write a file there, so that a folder that cannot take
-    the outputs is found before training (``OutputError``); an s3:// prefix is checked when
-    written."""
+    the outputs (or, ``option`` ``--checkpoint_dir``, the checkpoints) is found before training
+    (``OutputError``); an s3:// prefix is checked when written."""
     if output_dir.startswith("s3://"):
         return
     try:
@@ -258,7 +288,7 @@ def prepare_output_dir(output_dir: str) -> None:
         with tempfile.TemporaryFile(dir=output_dir):
             pass
     except OSError as exc:
-        raise OutputError(f"cannot write to --output_dir {output_dir}: {first_line(exc)}") from None
+        raise OutputError(f"cannot write to {option} {output_dir}: {first_line(exc)}") from None
 
 
 def _write_outputs(
@@ -405,23 +435,26 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-EXIT_SIGTERM = 143  # 128 + SIGTERM, as a shell reports a process that SIGTERM ended
+# The signals that stop a trial: SIGTERM from the tuner, SIGINT and SIGHUP as the local
+# launcher's wrapper forwards them (Ctrl-C, a closed terminal).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def exit_on_sigterm() -> None:
-    """Make SIGTERM, with which the tuner stops a trial, an exit that cleans up first
-    (``finally`` blocks, and atexit's removal of data downloaded from s3://); then the process
-    ends by SIGTERM itself, so whoever watches it sees the signal, not an exit code. Inside
-    ``sigterm_deferred`` the exit waits for the block's end."""
+    """Make SIGTERM (with which the tuner stops a trial), SIGINT and SIGHUP an exit that cleans
+    up first (``finally`` blocks, and atexit's removal of data downloaded from s3://), without
+    a traceback; then the process ends by that signal itself, so whoever watches it sees the
+    signal, not an exit code. Inside ``sigterm_deferred`` the exit waits for the block's end."""
 
     def stop(signum: int, frame: Any) -> None:
-        _sigterm["received"] = True
+        _sigterm["received"] = _sigterm["received"] or signum
         if _sigterm["deferring"]:
             _sigterm["pending"] = True
         else:
-            raise SystemExit(EXIT_SIGTERM)
+            raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, stop)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
 
 
 @contextmanager
@@ -434,7 +467,7 @@ def sigterm_deferred() -> Iterator[None]:
     finally:
         _sigterm["deferring"] = False
         if _sigterm["pending"]:
-            raise SystemExit(EXIT_SIGTERM)
+            raise SystemExit(128 + int(_sigterm["received"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,10 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("error: --onnx needs the onnx package (pip install onnx)", file=sys.stderr)
             return EXIT_BAD_INPUT
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     try:
+        world, rank, local_rank = distributed_ranks(os.environ)
         device = choose_device(args.device, local_rank, world)
         share = gpu_fraction()
     except DeviceError as exc:
@@ -467,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         try:
             prepare_output_dir(args.output_dir)
+            if args.checkpoint_dir:
+                prepare_output_dir(args.checkpoint_dir, "--checkpoint_dir")
         except OutputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_OUTPUT

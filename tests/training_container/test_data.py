@@ -51,6 +51,10 @@ def test_missing_data_says_where_it_looked(tmp_path):
             {b"data": np.zeros((1, 3072), np.uint8), b"labels": [0.7]},
             "labels must be a list of whole numbers",
         ),
+        (  # QA: the label wrapped to a negative number in the message
+            {b"data": np.zeros((1, 3072), np.uint8), b"labels": np.array([2**63 + 5], np.uint64)},
+            r"labels must be 0-9, got 9223372036854775813\.\.9223372036854775813",
+        ),
     ],
 )
 def test_a_corrupt_batch_is_refused_naming_it(tmp_path, batch, message):
@@ -133,4 +137,18 @@ def test_a_batch_of_no_images_is_refused_naming_it(tmp_path):
     empty = {b"data": np.zeros((0, 3072), np.uint8), b"labels": []}
     (folder / "data_batch_2").write_bytes(pickle.dumps(empty))
     with pytest.raises(DataError, match="data_batch_2: the batch holds no images"):
+        load_cifar10(str(folder))
+
+
+def test_a_batch_naming_a_module_this_numpy_lacks_is_a_data_error(tmp_path):
+    """QA: a batch pickled by numpy 2 (``numpy._core``) and read by numpy 1 crashed with
+    ModuleNotFoundError (exit 1, not the documented exit 2 naming the file)."""
+    import pickle
+
+    folder = write_cifar(tmp_path / "d")
+    batch = pickle.dumps({b"data": np.zeros((1, 3072), np.uint8), b"labels": [0]})
+    (folder / "data_batch_2").write_bytes(batch.replace(b"numpy", b"numpx"))
+    with pytest.raises(
+        DataError, match="data_batch_2 is not a CIFAR-10 python batch: ModuleNotFoundError"
+    ):
         load_cifar10(str(folder))

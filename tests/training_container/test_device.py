@@ -16,6 +16,7 @@ from training_container.device import (
     DeviceError,
     choose_device,
     configure_cuda,
+    distributed_ranks,
     gpu_fraction,
     should_autotune,
 )
@@ -115,3 +116,24 @@ def test_only_the_devices_the_help_names_are_accepted(name):
     """mps and meta passed and crashed later with a traceback."""
     with pytest.raises(DeviceError, match=f"--device must be cpu, cuda or cuda:N, got '{name}'"):
         choose_device(name, cuda=RecordingCuda())
+
+
+def test_torchrun_ranks_default_to_one_process():
+    assert distributed_ranks({}) == (1, 0, 0)
+    assert distributed_ranks({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1"}) == (4, 3, 1)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"WORLD_SIZE": "abc"}, "WORLD_SIZE must be a whole number, got 'abc'"),
+        ({"WORLD_SIZE": "0"}, "WORLD_SIZE must be >= 1, got 0"),
+        ({"WORLD_SIZE": "2", "RANK": "2"}, "RANK must be in 0..1 (WORLD_SIZE 2), got 2"),
+        ({"LOCAL_RANK": "-1"}, "LOCAL_RANK must be in 0..0 (WORLD_SIZE 1), got -1"),
+    ],
+)
+def test_torchrun_ranks_that_cannot_be_are_refused_naming_the_variable(environ, message):
+    """QA: WORLD_SIZE=0 crashed with ZeroDivisionError, WORLD_SIZE=abc with a ValueError."""
+    with pytest.raises(DeviceError) as refused:
+        distributed_ranks(environ)
+    assert str(refused.value) == message

@@ -39,6 +39,19 @@ def test_an_output_dir_that_cannot_be_written_exits_4_before_training(tmp_path, 
     assert err.count("\n") == 1 and "data:" not in out  # before loading anything
 
 
+@pytest.mark.parametrize("where", ["file", "under a file"])
+def test_a_checkpoint_dir_that_cannot_be_written_exits_4_before_training(tmp_path, where, capsys):
+    """QA: it crashed with a traceback after the first epoch, at the first checkpoint."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file")
+    checkpoint_dir = blocker if where == "file" else blocker / "ckpt"
+    argv = ["--dataset", "digits", "--stem", "imagenet", "--output_dir", str(tmp_path / "o")]
+    assert main([*argv, "--checkpoint_dir", str(checkpoint_dir), "--epochs", "1"]) == 4
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: cannot write to --checkpoint_dir {checkpoint_dir}: ")
+    assert err.count("\n") == 1 and "data:" not in out  # before loading anything
+
+
 def test_a_late_write_failure_is_an_output_error(tmp_path):
     blocker = tmp_path / "taken"
     blocker.write_text("a file")
@@ -48,11 +61,13 @@ def test_a_late_write_failure_is_an_output_error(tmp_path):
     assert Path(tmp_path / "fine" / "model.pt").exists()
 
 
-def test_sigterm_ends_the_run_after_its_cleanup_so_downloaded_data_is_removed(
-    cifar_dir, s3, tmp_path
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stop_signal_ends_the_run_after_its_cleanup_so_downloaded_data_is_removed(
+    cifar_dir, s3, tmp_path, stop
 ):
     """The tuner stops trials with SIGTERM, which skipped the atexit hook: every stopped
-    trial left its copy of CIFAR-10 (178 MB) in /tmp."""
+    trial left its copy of CIFAR-10 (178 MB) in /tmp. QA: the local launcher's wrapper also
+    forwards SIGHUP (which left the copy too) and SIGINT (which printed a traceback)."""
     data = upload_cifar(cifar_dir, "data")
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -60,18 +75,19 @@ def test_sigterm_ends_the_run_after_its_cleanup_so_downloaded_data_is_removed(
     job = subprocess.Popen(
         [sys.executable, "-m", "training_container.train", *argv, *FAST],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(temp)},
     )
-    assert job.stdout is not None
+    assert job.stdout is not None and job.stderr is not None
     for line in job.stdout:
         if line.startswith("startup:"):
             assert list(temp.glob("cifar10-*"))  # downloaded, and training
             break
-    job.send_signal(signal.SIGTERM)
-    assert job.wait(timeout=120) == -signal.SIGTERM  # after its cleanup: it ends by the signal
+    job.send_signal(stop)
+    assert job.wait(timeout=120) == -stop  # after its cleanup: it ends by the signal
     assert not list(temp.glob("cifar10-*"))
+    assert "Traceback" not in job.stderr.read()
 
 
 def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
@@ -84,7 +100,7 @@ def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
             (tmp_path / "written").write_text("whole")  # reached: the exit waits
         assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
     finally:
-        _sigterm.update(pending=False, received=False)  # or pytest would end by it
+        _sigterm.update(pending=False, received=0)  # or pytest would end by it
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -109,7 +125,7 @@ def test_a_sigterm_while_the_model_is_written_waits_for_the_whole_file(tmp_path,
         assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["metrics.json", "model.pt"]
         assert set(torch.load(tmp_path / "out" / "model.pt")) == {"weight", "bias"}
     finally:
-        _sigterm.update(pending=False, received=False)  # or pytest would end by it
+        _sigterm.update(pending=False, received=0)  # or pytest would end by it
         signal.signal(signal.SIGTERM, previous)
 
 
