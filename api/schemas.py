@@ -117,6 +117,7 @@ class Report(BaseModel):
 
     generated_at: float
     objective: Objective
+    not_ended: list[str] = []  # the tuning jobs that were still running (or stopping)
     hyperparameter_ranges: dict[str, dict[str, Any]]
     arms: list[dict[str, Any]]
     curves: dict[str, list[list[dict[str, Any]]]]

@@ -604,6 +604,22 @@ def test_analytics_keeps_a_hyperparameter_named_as_another_ones_column(tmp_path,
     assert row["Seed (hyperparameter)"] == 314
 
 
+def test_a_report_of_a_tuning_job_still_running_says_so(sqlite_url):
+    """QA: a report of a running tuning job read like a finished one."""
+    from tuner.records import TuningStatus
+    from tuner.reports.render import headline, render_html
+
+    store = Store(sqlite_url)
+    _ended_run(store, "running", {}, {}, [({}, 0.5)])
+    _ended_run(store, "done", {}, {}, [({}, 0.6)])
+    store.set_tuning_status("done", TuningStatus.COMPLETED)
+    data = build(store, ["running", "done"])
+    note = "Not ended yet: running; the figures below may still change."
+    assert headline(data) == (note, False) and note in render_html(data, "t", {})
+    store.set_tuning_status("running", TuningStatus.COMPLETED)
+    assert headline(build(store, ["running", "done"])) is None
+
+
 def test_an_arm_without_a_result_saved_no_compute():
     """An early-stopping arm whose every job failed was credited '69% saved'."""
     from tuner.reports.data import _compute_saved

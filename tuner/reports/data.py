@@ -337,6 +337,7 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
     return {
         "generated_at": time.time(),
         "objective": {"metric": metric, "type": kind},
+        "not_ended": [r.record.name for r in runs if not r.record.status.terminal],
         "hyperparameter_ranges": ranges,
         "arms": arm_rows,
         "curves": curves,

@@ -431,9 +431,16 @@ HEADLINE_STATES = {
 
 def headline(data: dict[str, Any]) -> tuple[str, bool] | None:
     """A plain sentence when no training job has an objective, naming what its jobs are, and
-    whether it is an alarm (not while some still run); else None."""
+    whether it is an alarm (not while some still run); else, while a tuning job has not
+    ended, a note naming it; else None."""
     if data["points"]:
-        return None
+        running = data.get("not_ended") or []
+        if not running:
+            return None
+        shown = ", ".join(running[:5]) + (
+            f" and {len(running) - 5} more" if len(running) > 5 else ""
+        )
+        return f"Not ended yet: {shown}; the figures below may still change.", False
     counts = Counter(job.get("status") for job in data.get("training_jobs", []))
     total = sum(counts.values())
     if not total:
