@@ -24,10 +24,14 @@ METRICS = [{"Name": "accuracy", "Regex": r"validation: accuracy=([0-9.]+)"}]
 RANGES = {"x": ContinuousParameter(0.0, 1.0)}
 
 
-def job(tmp_path: Path, epochs: int, step_sleep: float = 0.1) -> dict:
+def job(tmp_path: Path, epochs: int, step_sleep: float = 0.1, exit_sleep: float = 0.0) -> dict:
     return {
         "command": [sys.executable, str(CURVE)],
-        "static_hyperparameters": {"epochs": epochs, "step_sleep": step_sleep},
+        "static_hyperparameters": {
+            "epochs": epochs,
+            "step_sleep": step_sleep,
+            "exit_sleep": exit_sleep,
+        },
         "output_path": str(tmp_path / "runs"),
         "grace_period": 2.0,
     }
@@ -339,3 +343,41 @@ def test_a_job_that_ended_by_itself_before_its_stop_is_completed_not_stopped(tmp
     assert expected_median_stops(jobs, epochs=6, min_jobs=1)  # the rule would stop some
     assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 6
     assert all(len(store.metric_points(j.name, "accuracy")) == 6 for j in jobs)
+
+
+@pytest.mark.parametrize("exit_sleep", [0.2, 10.0])
+def test_a_stop_decided_on_a_burst_waits_for_a_job_that_is_exiting(
+    tmp_path, sqlite_url, exit_sleep
+):
+    """QA: a job read whole at once (all its steps in one read) was still exiting when the rule
+    stopped it 'at step 2': SIGTERM hit it on its way out (exit -15) and its full-budget result
+    was recorded Stopped. A burst's stop now waits STOP_SETTLE_SECONDS; a job that is still
+    running then (here: 10 s after its last line) is stopped as before."""
+    from tuner.scheduler import STOP_SETTLE_SECONDS
+
+    d = TuningJobDefinition.parse(
+        {
+            "name": "burst",
+            "strategy": "Random",
+            "random_seed": 0,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": METRICS,
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job(tmp_path, epochs=6, step_sleep=0.0, exit_sleep=exit_sleep),
+            "max_jobs": 6,
+            "max_parallel_jobs": 1,
+            "early_stopping_type": "Auto",
+            "early_stopping_options": {"min_jobs": 1, "warmup_steps": 1},
+        }
+    )
+    store = Store(sqlite_url)
+    store.create_tuning_job("burst", d.to_json())
+    Scheduler(d, "burst", store, poll_interval=0.02).run()
+    jobs = store.list_training_jobs("burst")
+    assert expected_median_stops(jobs, epochs=6, min_jobs=1)  # the rule would stop some
+    if exit_sleep < STOP_SETTLE_SECONDS:
+        assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 6
+    else:
+        stopped = [j for j in jobs if j.status is TrainingStatus.STOPPED]
+        assert stopped and all(j.duration is not None and j.duration < 5 for j in stopped)
+        assert all(j.failure_reason.startswith("early stopping at step") for j in stopped)

@@ -97,6 +97,10 @@ log = logging.getLogger("tuner.scheduler")
 
 EventHandler = Callable[[str, TrainingJob], None]
 STOP_CHECK_INTERVAL = 0.5
+# An early stop decided on several values read at once waits this long, then stops the job if
+# it still runs: such a job runs ahead of its reader and may be exiting by itself (a Python
+# interpreter's exit took 0.1-0.3 s); one value at a time (a real epoch) stops at once.
+STOP_SETTLE_SECONDS = 0.5
 LAUNCH_RETRY_SECONDS = 5.0  # no launch for this long after the launcher's engine did not answer,
 MAX_LAUNCH_RETRY_SECONDS = 60.0  # twice as long after each further refusal, up to this
 MIN_SLEEP = 0.005
@@ -172,6 +176,7 @@ class _Running:
     began_at: float | None = None  # when its program began running (recorded once)
     steps: int = 0  # values of the objective metric reported so far
     early_stop: str | None = None  # why the stopping rule stopped it
+    stop_due: tuple[str, float] | None = None  # a stop decided in a burst: (why, when)
     recovered: bool = False  # found by ``recover``: its start was never recorded
 
 
@@ -535,8 +540,12 @@ class Scheduler:
                 run.job = self.store.mark_running(run.job.name, status.began_at, status.gpus)
             self._read_logs(run, final=not status.running)
             if not status.running:
+                if run.stop_due is not None and run.early_stop is None:
+                    log.info("%s: ended by itself before it could be stopped", run.job.name)
                 self._finish(run, status)
                 progressed = True
+            else:
+                self._stop_when_due(run)
         return progressed
 
     def _read_logs(self, run: _Running, final: bool) -> None:
@@ -565,9 +574,14 @@ class Scheduler:
         self._consult_stopping(run, points, final)
 
     def _consult_stopping(self, run: _Running, points: list[MetricPoint], final: bool) -> None:
-        """Show each new objective value to the stopping rule; stop the job when it says so."""
+        """Show each new objective value to the stopping rule; stop the job when it says so.
+        In a burst (several values read at once: the job runs ahead of its reader, and may
+        have printed its last line and be exiting) the stop waits ``STOP_SETTLE_SECONDS``
+        (``_stop_when_due``), so that a job ending by itself is not killed on its way out."""
+        objective = self.definition.objective_metric_name
+        burst = sum(p.name == objective for p in points) > 1
         for point in points:
-            if point.name != self.definition.objective_metric_name:
+            if point.name != objective:
                 continue
             run.steps += 1
             if self.stopping is None:
@@ -575,14 +589,25 @@ class Scheduler:
             reason = self.stopping.report(
                 run.job.name, run.job.number, run.config, run.steps, point.value
             )
-            if reason is None or final or run.early_stop is not None:
+            if reason is None or final or run.early_stop is not None or run.stop_due:
                 continue
             if not self.launcher.poll(run.handle).running:
                 # It ended by itself after the poll that saw it running, all its steps in the
                 # log read at once: its full run stands (Completed), nothing is left to stop.
                 log.info("%s: ended by itself before it could be stopped", run.job.name)
                 continue
-            self._stop_early(run, reason)
+            if burst:
+                run.stop_due = (reason, time.monotonic())
+            else:
+                self._stop_early(run, reason)
+
+    def _stop_when_due(self, run: _Running) -> None:
+        """Stop a job whose stop was decided in a burst, once it is due and if it still runs
+        (it is polled just before): one that ended by itself meanwhile stays Completed."""
+        if run.stop_due is not None and run.early_stop is None:
+            reason, decided = run.stop_due
+            if time.monotonic() - decided >= STOP_SETTLE_SECONDS:
+                self._stop_early(run, reason)
 
     def _stop_early(self, run: _Running, reason: str) -> None:
         log.info("%s: %s", run.job.name, reason)
