@@ -122,6 +122,25 @@ def test_hyperband_later_brackets_start_at_a_higher_rung():
     assert len(rungs.results[9]) == 3 and len(rungs.results[3]) == 5  # every job at 3
 
 
+@pytest.mark.parametrize(
+    ("high", "rungs"), [(10, [1, 3, 9]), (26, [1, 3, 9]), (100, [1, 3, 9, 27, 81])]
+)
+def test_hyperbands_last_bracket_runs_at_full_budget_also_between_powers(high, rungs):
+    """QA: with R = 10 (rungs 1, 3, 9) the last bracket, Hyperband's hedge, judged its jobs at
+    step 9 and stopped most; only where R was r times a power of eta did it run them all."""
+    hyperband = HyperbandRungs(True, 1, high, 3)
+    assert hyperband.rungs == rungs
+    last = [n for n in range(1, 200) if hyperband.bracket(n) == hyperband.s_max]
+    for i, n in enumerate(last):
+        value = 1.0 - i / 100  # each worse than every earlier one
+        assert all(hyperband.report(f"j{n}", n, {}, k, value) is None for k in range(1, high))
+    before = [n for n in range(1, 200) if hyperband.bracket(n) == hyperband.s_max - 1]
+    outcomes = [
+        hyperband.report(f"j{n}", n, {}, rungs[-1], 1.0 - i / 100) for i, n in enumerate(before)
+    ]
+    assert any(outcomes)  # the bracket before it still judges at its rungs
+
+
 def test_a_replayed_rule_decides_exactly_what_the_live_one_did():
     events = interleaved("ABCDE")
     live = MedianStoppingRule(True, min_jobs=2)

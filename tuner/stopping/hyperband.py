@@ -3,7 +3,9 @@
 Every job trains with ``resource = max_resource`` and reports one objective value per unit of
 resource (one line per epoch), so step k is resource k. With ``r = min_resource``,
 ``R = max_resource`` and ``eta = reduction_factor``, rung i sits at resource ``r * eta**i``
-(below R). Bracket s (0 <= s <= s_max = floor(log_eta(R / r))) judges jobs from rung s on; job
+(below R). Bracket s (0 <= s <= s_max = floor(log_eta(R / r))) judges jobs from rung s on,
+but for the last, Hyperband's hedge: bracket s_max runs every job at full budget, also where R
+is not r times a power of eta and a rung sits just below R (R = 10: rungs 1, 3, 9); job
 number n belongs to the bracket at position n of a fixed cycle in which bracket s appears as
 often as Hyperband would sample it (``ceil((s_max + 1) / (s_max - s + 1) * eta**(s_max - s))``
 configurations), interleaved, so the assignment depends on the number alone. ``brackets``
@@ -86,7 +88,7 @@ class HyperbandRungs(StoppingRule):
         if step not in self.rungs:
             return None
         bracket, rung = self.bracket(number), self.rungs.index(step)
-        if rung < bracket:
+        if rung < bracket or bracket == self.s_max > 0:  # the hedge (see the module docstring)
             return None
         values = self._values.setdefault((bracket, rung), [])
         ranked = self._ranked.setdefault((bracket, rung), [])
