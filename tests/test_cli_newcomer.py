@@ -232,6 +232,7 @@ def test_a_token_no_client_could_send_is_refused_without_showing_it(tmp_path, to
     assert "TUNER_API_TOKEN must be visible ASCII characters without spaces" in result.stderr
     assert f"got a value of {len(token)} characters" in result.stderr
     assert "Uvicorn running" not in result.stderr and repr(token) not in result.stderr
+    assert not token.strip() or token.strip() not in result.stderr
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "inf"])

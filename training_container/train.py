@@ -444,7 +444,9 @@ def exit_on_sigterm() -> None:
     """Make SIGTERM (with which the tuner stops a trial), SIGINT and SIGHUP an exit that cleans
     up first (``finally`` blocks, and atexit's removal of data downloaded from s3://), without
     a traceback; then the process ends by that signal itself, so whoever watches it sees the
-    signal, not an exit code. Inside ``sigterm_deferred`` the exit waits for the block's end."""
+    signal, not an exit code. Inside ``sigterm_deferred`` the exit waits for the block's end.
+    SIGINT and SIGHUP stay ignored where the process was started ignoring them (``nohup``, a
+    shell's background job), as a program should."""
 
     def stop(signum: int, frame: Any) -> None:
         _sigterm["received"] = _sigterm["received"] or signum
@@ -454,13 +456,15 @@ def exit_on_sigterm() -> None:
             raise SystemExit(128 + signum)
 
     for signum in STOP_SIGNALS:
-        signal.signal(signum, stop)
+        if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, stop)
 
 
 @contextmanager
 def sigterm_deferred() -> Iterator[None]:
-    """A SIGTERM during the block ends the process after it, so a checkpoint write is never
-    left half-done (a signal mask would not do: torch's threads receive it as well)."""
+    """A stop signal (``STOP_SIGNALS``) during the block ends the process after it, so a
+    checkpoint write is never left half-done (a signal mask would not do: torch's threads
+    receive it as well)."""
     _sigterm["deferring"] = True
     try:
         yield

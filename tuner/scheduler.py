@@ -540,7 +540,7 @@ class Scheduler:
                 run.job = self.store.mark_running(run.job.name, status.began_at, status.gpus)
             self._read_logs(run, final=not status.running)
             if not status.running:
-                if run.stop_due is not None and run.early_stop is None:
+                if run.stop_due and run.early_stop is None and status.exit_code == 0:
                     log.info("%s: ended by itself before it could be stopped", run.job.name)
                 self._finish(run, status)
                 progressed = True

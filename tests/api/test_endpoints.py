@@ -78,7 +78,7 @@ def test_create_watch_and_inspect_a_tuning_job(http):
     assert len(report["training_jobs"]) == 4
     assert report["curves"]["api-job"][0][-1]["best"] == best["objective"]
     assert report["arms"][0]["best_overall"] == best["objective"]
-    assert report["not_ended"] == []  # a running one is named there, and on the page
+    assert report["not_ended"] == []  # a running one is named there (tests/reports)
     page = http.get("/tuning-jobs/api-job/report", params={"format": "html"})
     assert page.headers["content-type"].startswith("text/html")
     assert page.text.count("data:image/png;base64,") == 4

@@ -15,6 +15,7 @@ from torch import nn
 
 from tests.training_container.conftest import upload_cifar
 from training_container.train import (
+    STOP_SIGNALS,
     OutputError,
     _sigterm,
     exit_on_sigterm,
@@ -90,21 +91,41 @@ def test_a_stop_signal_ends_the_run_after_its_cleanup_so_downloaded_data_is_remo
     assert "Traceback" not in job.stderr.read()
 
 
-def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path):
-    previous = signal.getsignal(signal.SIGTERM)
+@pytest.fixture
+def trainer_signals():
+    """The trainer's stop handlers in this process for one test; afterwards pytest's own
+    handlers for every stop signal again, and no signal remembered (or atexit would end
+    pytest by it)."""
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     exit_on_sigterm()
-    try:
-        with pytest.raises(SystemExit) as exited, sigterm_deferred():
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(0.05)
-            (tmp_path / "written").write_text("whole")  # reached: the exit waits
-        assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
-    finally:
-        _sigterm.update(pending=False, received=0)  # or pytest would end by it
-        signal.signal(signal.SIGTERM, previous)
+    yield
+    _sigterm.update(pending=False, received=0, deferring=False)
+    for number, handler in previous.items():
+        signal.signal(number, handler)
 
 
-def test_a_sigterm_while_the_model_is_written_waits_for_the_whole_file(tmp_path, monkeypatch):
+def test_a_checkpoint_write_holds_sigterm_until_it_is_done(tmp_path, trainer_signals):
+    with pytest.raises(SystemExit) as exited, sigterm_deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        (tmp_path / "written").write_text("whole")  # reached: the exit waits
+    assert exited.value.code == 143 and (tmp_path / "written").read_text() == "whole"
+
+
+def test_the_trainer_leaves_ignored_interrupts_ignored(trainer_signals):
+    """Review: under nohup (SIGHUP ignored) or as a shell's background job (SIGINT ignored)
+    the trainer took them over and died of a closed terminal."""
+    for number in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_IGN)
+    exit_on_sigterm()
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def test_a_sigterm_while_the_model_is_written_waits_for_the_whole_file(
+    tmp_path, monkeypatch, trainer_signals
+):
     """A stop during the final model.pt write left half a file (only checkpoints waited)."""
     import torch
 
@@ -116,17 +137,11 @@ def test_a_sigterm_while_the_model_is_written_waits_for_the_whole_file(tmp_path,
         real_save(obj, path)
 
     monkeypatch.setattr(torch, "save", save_while_stopped)
-    previous = signal.getsignal(signal.SIGTERM)
-    exit_on_sigterm()
-    try:
-        with pytest.raises(SystemExit) as exited:
-            save_outputs(str(tmp_path / "out"), nn.Linear(2, 2), [], False, None)  # type: ignore[arg-type]
-        assert exited.value.code == 143
-        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["metrics.json", "model.pt"]
-        assert set(torch.load(tmp_path / "out" / "model.pt")) == {"weight", "bias"}
-    finally:
-        _sigterm.update(pending=False, received=0)  # or pytest would end by it
-        signal.signal(signal.SIGTERM, previous)
+    with pytest.raises(SystemExit) as exited:
+        save_outputs(str(tmp_path / "out"), nn.Linear(2, 2), [], False, None)  # type: ignore[arg-type]
+    assert exited.value.code == 143
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["metrics.json", "model.pt"]
+    assert set(torch.load(tmp_path / "out" / "model.pt")) == {"weight", "bias"}
 
 
 def test_the_onnx_model_takes_any_batch_of_standardised_images(tmp_path):

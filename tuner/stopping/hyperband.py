@@ -4,8 +4,9 @@ Every job trains with ``resource = max_resource`` and reports one objective valu
 resource (one line per epoch), so step k is resource k. With ``r = min_resource``,
 ``R = max_resource`` and ``eta = reduction_factor``, rung i sits at resource ``r * eta**i``
 (below R). Bracket s (0 <= s <= s_max = floor(log_eta(R / r))) judges jobs from rung s on,
-but for the last, Hyperband's hedge: bracket s_max runs every job at full budget, also where R
-is not r times a power of eta and a rung sits just below R (R = 10: rungs 1, 3, 9); job
+but for the last, Hyperband's hedge: where s_max >= 1, bracket s_max runs every job at full
+budget, also where R is not r times a power of eta and a rung sits just below R (R = 10: rungs
+1, 3, 9; with s_max = 0, R < r * eta, the one bracket judges at rung r as ASHA does); job
 number n belongs to the bracket at position n of a fixed cycle in which bracket s appears as
 often as Hyperband would sample it (``ceil((s_max + 1) / (s_max - s + 1) * eta**(s_max - s))``
 configurations), interleaved, so the assignment depends on the number alone. ``brackets``
