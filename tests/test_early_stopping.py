@@ -125,6 +125,9 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
     assert description["stopped_early"] == len(stopped)
     assert description["training_job_status_counters"]["Stopped"] == len(stopped)
     assert description["training_job_status_counters"]["Failed"] == 0
+    from tuner.cli import summary  # QA: the text said only "Stopped N"
+
+    assert f"  early stopping: Auto, {len(stopped)} stopped early\n" in summary(tuner)
 
 
 class RecordingRandom(RandomStrategy):

@@ -185,6 +185,12 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
             or "none"
         ),
     ]
+    early, stopped = d.get("early_stopping_type", "Off"), d.get("stopped_early", 0)
+    if early != "Off" or stopped:  # Hyperband stops at its rungs with the type Off
+        lines.append(
+            f"  early stopping: {early if early != 'Off' else d['strategy']}, "
+            f"{stopped} stopped early"
+        )
     warm = d.get("warm_start")
     if warm:
         taken = ", ".join(f"{p['name']} ({p['used']} of {p['succeeded']})" for p in warm["parents"])
