@@ -301,6 +301,31 @@ def test_bad_hyperband_configurations_are_refused_at_creation(
     assert not (tmp_path / "runs").exists()  # nothing was launched
 
 
+def run_fast_jobs_under_the_median_rule(
+    tmp_path: Path, store: Store, name: str, exit_sleep: float = 0.0, launcher=None
+) -> list:
+    """Six jobs of six steps printed at once (then ``exit_sleep`` seconds before each exits),
+    one at a time, under the median rule from the first result; their records."""
+    d = TuningJobDefinition.parse(
+        {
+            "name": name,
+            "strategy": "Random",
+            "random_seed": 0,
+            "objective_metric_name": "accuracy",
+            "metric_definitions": METRICS,
+            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
+            "job_definition": job(tmp_path, epochs=6, step_sleep=0.0, exit_sleep=exit_sleep),
+            "max_jobs": 6,
+            "max_parallel_jobs": 1,
+            "early_stopping_type": "Auto",
+            "early_stopping_options": {"min_jobs": 1, "warmup_steps": 1},
+        }
+    )
+    store.create_tuning_job(name, d.to_json())
+    Scheduler(d, name, store, launcher=launcher, poll_interval=0.02).run()
+    return store.list_training_jobs(name)
+
+
 def test_a_job_that_ended_by_itself_before_its_stop_is_completed_not_stopped(tmp_path, sqlite_url):
     """A fast job printed all its steps and exited between a poll that saw it running and the
     reading of its log; the rule then stopped it 'at step 2', and its full-budget result was
@@ -324,25 +349,8 @@ def test_a_job_that_ended_by_itself_before_its_stop_is_completed_not_stopped(tmp
                 return JobStatus(True)
             return super().poll(handle)
 
-    d = TuningJobDefinition.parse(
-        {
-            "name": "raced",
-            "strategy": "Random",
-            "random_seed": 0,
-            "objective_metric_name": "accuracy",
-            "metric_definitions": METRICS,
-            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
-            "job_definition": job(tmp_path, epochs=6, step_sleep=0.0),
-            "max_jobs": 6,
-            "max_parallel_jobs": 1,
-            "early_stopping_type": "Auto",
-            "early_stopping_options": {"min_jobs": 1, "warmup_steps": 1},
-        }
-    )
     store = Store(sqlite_url)
-    store.create_tuning_job("raced", d.to_json())
-    Scheduler(d, "raced", store, launcher=Racing(), poll_interval=0.02).run()
-    jobs = store.list_training_jobs("raced")
+    jobs = run_fast_jobs_under_the_median_rule(tmp_path, store, "raced", launcher=Racing())
     assert expected_median_stops(jobs, epochs=6, min_jobs=1)  # the rule would stop some
     assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 6
     assert all(len(store.metric_points(j.name, "accuracy")) == 6 for j in jobs)
@@ -358,25 +366,8 @@ def test_a_stop_decided_on_a_burst_waits_for_a_job_that_is_exiting(
     running then (here: 3 s after its last line) is stopped as before."""
     from tuner.scheduler import STOP_SETTLE_SECONDS
 
-    d = TuningJobDefinition.parse(
-        {
-            "name": "burst",
-            "strategy": "Random",
-            "random_seed": 0,
-            "objective_metric_name": "accuracy",
-            "metric_definitions": METRICS,
-            "hyperparameter_ranges": {"x": {"type": "continuous", "min_value": 0, "max_value": 1}},
-            "job_definition": job(tmp_path, epochs=6, step_sleep=0.0, exit_sleep=exit_sleep),
-            "max_jobs": 6,
-            "max_parallel_jobs": 1,
-            "early_stopping_type": "Auto",
-            "early_stopping_options": {"min_jobs": 1, "warmup_steps": 1},
-        }
-    )
     store = Store(sqlite_url)
-    store.create_tuning_job("burst", d.to_json())
-    Scheduler(d, "burst", store, poll_interval=0.02).run()
-    jobs = store.list_training_jobs("burst")
+    jobs = run_fast_jobs_under_the_median_rule(tmp_path, store, "burst", exit_sleep=exit_sleep)
     assert expected_median_stops(jobs, epochs=6, min_jobs=1)  # the rule would stop some
     if exit_sleep < STOP_SETTLE_SECONDS:
         assert [j.status for j in jobs] == [TrainingStatus.COMPLETED] * 6
