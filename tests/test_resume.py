@@ -145,15 +145,17 @@ def test_a_job_that_ran_past_max_runtime_unwatched_fails_as_timed_out(tmp_path, 
     """Watched, the job would have been stopped at max_runtime; it ran past it and exited 0
     while no tuner watched, so the tuner that re-attaches judges it by the same rule."""
     store = Store(sqlite_url)
-    d = definition(tmp_path, sleep=2.5, max_jobs=1, max_parallel_jobs=1, job={"max_runtime": 1})
+    # The launcher counts max_runtime from the launch; the tuner detaches once the job's program
+    # runs, which a loaded machine takes a while to start: 2 s leave room for both (CI: 1 s did not).
+    d = definition(tmp_path, sleep=3.5, max_jobs=1, max_parallel_jobs=1, job={"max_runtime": 2})
     run_one_job_unwatched(store, d)  # the tuner went away before the limit: nobody stopped it
     assert store.claim_tuning_job("resume", "second", ttl=30)
     Scheduler(d, "resume", Store(sqlite_url), owner="second").run()
     job = store.list_training_jobs("resume")[0]
     assert job.status is TrainingStatus.FAILED and job.exit_code == 0
     reason = job.failure_reason or ""
-    assert reason.startswith("exceeded max_runtime=1s: it ran 2.") or reason.startswith(
-        "exceeded max_runtime=1s: it ran 3."
+    assert reason.startswith("exceeded max_runtime=2s: it ran 3.") or reason.startswith(
+        "exceeded max_runtime=2s: it ran 4."
     ), reason
     assert reason.endswith("s and ended by itself before the tuner could stop it"), reason
 
