@@ -301,6 +301,33 @@ def test_bad_hyperband_configurations_are_refused_at_creation(
     assert not (tmp_path / "runs").exists()  # nothing was launched
 
 
+@pytest.mark.parametrize("epochs", [True, False, "nine", "9.5", 0, "inf"])
+def test_hyperband_names_a_static_resource_that_is_not_a_whole_number(tmp_path, sqlite_url, epochs):
+    """``epochs: True`` read as 1 and was refused as ``min_resource < max_resource``."""
+    with pytest.raises(ValidationError, match=r"resource 'epochs' must be a whole number >= 1"):
+        HyperparameterTuner(
+            job(tmp_path, epochs=epochs),
+            "accuracy",
+            RANGES,
+            METRICS,
+            strategy="Hyperband",
+            storage=sqlite_url,
+        )
+
+
+def test_hyperband_takes_a_static_resource_given_as_text(tmp_path, sqlite_url):
+    """Static values reach the job as argv text (SageMaker's are all strings): "9" is 9."""
+    tuner = HyperparameterTuner(
+        job(tmp_path, epochs="9"),
+        "accuracy",
+        RANGES,
+        METRICS,
+        strategy="Hyperband",
+        storage=sqlite_url,
+    )
+    assert tuner.definition.hyperband().max_resource == 9
+
+
 def run_fast_jobs_under_the_median_rule(
     tmp_path: Path, store: Store, name: str, exit_sleep: float = 0.0, launcher=None
 ) -> list:

@@ -145,8 +145,9 @@ def test_a_job_that_ran_past_max_runtime_unwatched_fails_as_timed_out(tmp_path, 
     """Watched, the job would have been stopped at max_runtime; it ran past it and exited 0
     while no tuner watched, so the tuner that re-attaches judges it by the same rule."""
     store = Store(sqlite_url)
-    # The launcher counts max_runtime from the launch; the tuner detaches once the job's program
-    # runs, which a loaded machine takes a while to start: 2 s leave room for both (CI: 1 s did not).
+    # The launcher counts max_runtime from the launch; the tuner detaches once the job's
+    # program runs, which a loaded machine takes a while to start: 2 s leave room for both
+    # (CI's 1 s did not).
     d = definition(tmp_path, sleep=3.5, max_jobs=1, max_parallel_jobs=1, job={"max_runtime": 2})
     run_one_job_unwatched(store, d)  # the tuner went away before the limit: nobody stopped it
     assert store.claim_tuning_job("resume", "second", ttl=30)

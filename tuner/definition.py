@@ -522,9 +522,9 @@ class TuningJobDefinition(_Strict):
                 f"Hyperband's resource {resource!r} is not a hyperparameter of the job: add it "
                 "to job_definition.static_hyperparameters (each job runs with max_resource)"
             )
-        try:
-            value = float(static[resource])
-        except ValueError:
+        try:  # a number or its text (static values reach the job as argv text); not a bool
+            value = math.nan if isinstance(static[resource], bool) else float(static[resource])
+        except (TypeError, ValueError):
             value = math.nan
         if not value.is_integer() or value < 1:
             raise ValueError(
