@@ -12,9 +12,10 @@ import pytest
 
 from tests.conftest import fake_command
 from tuner import HyperparameterTuner, TrainingStatus, TuningJobDefinition, ValidationError
+from tuner.errors import TunerError
 from tuner.scheduler import Scheduler
 from tuner.storage import Store
-from tuner.warm_start import TRANSFER_FIRST, map_configuration, resolve
+from tuner.warm_start import TRANSFER_FIRST, WarmStartConfig, map_configuration, resolve
 
 METRICS = [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}]
 X = {"type": "continuous", "min_value": 0.0, "max_value": 1.0}
@@ -485,3 +486,43 @@ def test_an_identical_parent_of_a_range_retyped_between_integer_and_continuous_i
     assert [c for c, _ in taken.observations] == [{"x": 2, "y": 0.2}]
     assert type(taken.observations[0][0]["x"]) is int
     assert (taken.parents[0].used, taken.parents[0].dropped) == (1, 1)
+
+
+def test_sagemakers_helpers_make_children_of_a_fitted_tuner(tmp_path):
+    """``identical_dataset_and_algorithm_tuner`` / ``transfer_learning_tuner``: a new tuner on
+    the same store, this tuning job and the additional parents as its parents."""
+    parent = run(tmp_path, "parent", max_jobs=3)
+    run(tmp_path, "other", max_jobs=2, random_seed=2)
+    identical = parent.identical_dataset_and_algorithm_tuner(additional_parents=["other", "parent"])
+    assert identical.name is None and identical.definition.name is None
+    assert identical.definition.warm_start_config == WarmStartConfig(
+        parents=["parent", "other"], type="IdenticalDataAndAlgorithm"
+    )
+    identical.fit(progress=False)
+    described = identical.describe()["warm_start"]
+    assert [p["name"] for p in described["parents"]] == ["parent", "other"]
+    assert described["observations"] == 5  # 3 + 2 parents' jobs, none of the child's
+    assert len(identical.training_jobs()) == 3  # the parent's max_jobs, its own jobs only
+
+    longer = {**job(tmp_path)["job_definition"], "static_hyperparameters": {"epochs": 3}}
+    transfer = HyperparameterTuner.attach("parent", storage=parent.store.url)
+    transfer = transfer.transfer_learning_tuner("other", job_definition=longer)
+    assert transfer.definition.job_definition.static_hyperparameters == {"epochs": 3}
+    assert transfer.definition.warm_start_config == WarmStartConfig(
+        parents=["parent", "other"], type="TransferLearning"
+    )
+    transfer.fit(progress=False)
+    assert transfer.describe()["warm_start"]["type"] == "TransferLearning"
+    assert len(names(tmp_path)) == 4
+
+
+def test_sagemakers_helpers_need_a_fitted_tuner_and_at_most_five_parents(tmp_path):
+    unfitted = HyperparameterTuner.from_definition(
+        job(tmp_path), storage=f"sqlite:///{tmp_path / 'db.sqlite'}"
+    )
+    with pytest.raises(TunerError, match=r"not been fitted yet: call fit\(\) first"):
+        unfitted.identical_dataset_and_algorithm_tuner()
+    parent = run(tmp_path, "parent", max_jobs=1, max_parallel_jobs=1)
+    with pytest.raises(ValidationError, match="parents"):
+        parent.transfer_learning_tuner([f"p{i}" for i in range(5)])
+    assert names(tmp_path) == ["parent"]

@@ -240,9 +240,12 @@ class HyperparameterTuner:
         storage: str | None,
         service_url: str | None = None,
         service_token: str | None = None,
+        client: ServiceClient | None = None,
     ) -> None:
         self.definition = definition
-        self.client = ServiceClient(service_url, service_token) if service_url else None
+        if client is None and service_url:
+            client = ServiceClient(service_url, service_token)
+        self.client = client
         self._store = None if service_url else Store(storage, patience=RUN_PATIENCE)
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
@@ -586,6 +589,51 @@ class HyperparameterTuner:
         return False
 
     # Looking
+
+    def identical_dataset_and_algorithm_tuner(
+        self, additional_parents: Iterable[str] | str | None = None
+    ) -> HyperparameterTuner:
+        """A new tuner (not fitted yet, unnamed) with this one's definition, warm-started from
+        this tuning job and ``additional_parents`` as ``IdenticalDataAndAlgorithm``, on the same
+        store or service: SageMaker's helper of that name. ``TunerError`` before ``fit``;
+        ``ValidationError`` when the parents break a warm-start rule (at most 5 in all)."""
+        return self._child("IdenticalDataAndAlgorithm", additional_parents, None)
+
+    def transfer_learning_tuner(
+        self,
+        additional_parents: Iterable[str] | str | None = None,
+        job_definition: JobDefinition | Mapping[str, Any] | None = None,
+    ) -> HyperparameterTuner:
+        """As ``identical_dataset_and_algorithm_tuner``, warm-started as ``TransferLearning``;
+        ``job_definition`` (SageMaker's ``estimator``) replaces this one's when given."""
+        return self._child("TransferLearning", additional_parents, job_definition)
+
+    def _child(
+        self,
+        kind: str,
+        additional_parents: Iterable[str] | str | None,
+        job_definition: JobDefinition | Mapping[str, Any] | None,
+    ) -> HyperparameterTuner:
+        name = self._require_name()
+        others = [additional_parents] if isinstance(additional_parents, str) else additional_parents
+        data = self.definition.model_dump(mode="json")
+        data["name"] = None
+        data["warm_start_config"] = {
+            "parents": list(dict.fromkeys([name, *(others or [])])),
+            "type": kind,
+        }
+        if job_definition is not None:
+            data["job_definition"] = (
+                job_definition.model_dump(mode="json")
+                if isinstance(job_definition, JobDefinition)
+                else _plain(job_definition)
+            )
+        child = type(self).__new__(type(self))
+        storage = self._store.url if self._store is not None else None
+        child._init(TuningJobDefinition.parse(data), storage, client=self.client)
+        if self.client is None:  # a service checks its own folders
+            check_working_directory(child.definition.job_definition)
+        return child
 
     def _require_name(self) -> str:
         if self.name is None:
