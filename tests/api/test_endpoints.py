@@ -650,6 +650,10 @@ def test_the_python_api_on_a_service_behaves_as_in_process(server, tmp_path):
     restarted.start()
     assert tuner.wait(timeout=90)["status"] == "Completed"
     restarted.join()
+    child = tuner.identical_dataset_and_algorithm_tuner()  # SageMaker's helper: same service
+    assert child.client is tuner.client and child.name is None
+    child.fit()
+    assert [p["name"] for p in child.describe()["warm_start"]["parents"]] == [first]
     # a stalled service: wait(timeout=1) waited 30 s for one request, then raised TunerError
     waiting = _service_tuner(server, max_jobs=1, job=slow)
     waiting.fit(wait=False)
