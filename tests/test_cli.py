@@ -355,8 +355,10 @@ def test_resume_after_the_tuner_was_killed_reattaches_and_finishes(tmp_path):
     store = Store(env["TUNER_DATABASE_URL"])
     killed = store.get_tuning_job("kill").owner
     elsewhere = "another-host:4242:abcdef:99:4026531836:0badf00d"
-    with store.engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE tuning_jobs SET owner = ?", (elsewhere,))
+    with store.engine.begin() as conn:  # its lease, 8 s, could run out while resume starts
+        conn.exec_driver_sql(
+            "UPDATE tuning_jobs SET owner = ?, lease_expires = ?", (elsewhere, time.time() + 3600)
+        )
     early = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert early.returncode == 2 and "its lease has not expired" in early.stderr
     with store.engine.begin() as conn:
