@@ -72,6 +72,7 @@ class Server:
             except httpx.HTTPError:
                 pass
             if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()  # not left starting: it would slow every later test down
                 raise RuntimeError(f"server did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.1)
 
