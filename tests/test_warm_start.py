@@ -525,4 +525,8 @@ def test_sagemakers_helpers_need_a_fitted_tuner_and_at_most_five_parents(tmp_pat
     parent = run(tmp_path, "parent", max_jobs=1, max_parallel_jobs=1)
     with pytest.raises(ValidationError, match="parents"):
         parent.transfer_learning_tuner([f"p{i}" for i in range(5)])
+    with pytest.raises(ValidationError, match="additional_parents must be tuning job names, got 7"):
+        parent.transfer_learning_tuner(7)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="parents must be tuning job names"):
+        parent.identical_dataset_and_algorithm_tuner(["no spaces allowed"])
     assert names(tmp_path) == ["parent"]

@@ -246,7 +246,7 @@ class HyperparameterTuner:
         if client is None and service_url:
             client = ServiceClient(service_url, service_token)
         self.client = client
-        self._store = None if service_url else Store(storage, patience=RUN_PATIENCE)
+        self._store = None if client is not None else Store(storage, patience=RUN_PATIENCE)
         self.name: str | None = definition.name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -615,13 +615,16 @@ class HyperparameterTuner:
         job_definition: JobDefinition | Mapping[str, Any] | None,
     ) -> HyperparameterTuner:
         name = self._require_name()
-        others = [additional_parents] if isinstance(additional_parents, str) else additional_parents
+        others = additional_parents or []
+        if isinstance(others, str):
+            others = [others]
+        if not isinstance(others, Iterable):
+            raise ValidationError(
+                f"additional_parents must be tuning job names, got {additional_parents!r:.100}"
+            )
         data = self.definition.model_dump(mode="json")
         data["name"] = None
-        data["warm_start_config"] = {
-            "parents": list(dict.fromkeys([name, *(others or [])])),
-            "type": kind,
-        }
+        data["warm_start_config"] = {"parents": list(dict.fromkeys([name, *others])), "type": kind}
         if job_definition is not None:
             data["job_definition"] = (
                 job_definition.model_dump(mode="json")

@@ -651,7 +651,7 @@ def test_the_python_api_on_a_service_behaves_as_in_process(server, tmp_path):
     assert tuner.wait(timeout=90)["status"] == "Completed"
     restarted.join()
     child = tuner.identical_dataset_and_algorithm_tuner()  # SageMaker's helper: same service
-    assert child.client is tuner.client and child.name is None
+    assert child.client is tuner.client and child._store is None and child.name is None
     child.fit()
     assert [p["name"] for p in child.describe()["warm_start"]["parents"]] == [first]
     # a stalled service: wait(timeout=1) waited 30 s for one request, then raised TunerError
