@@ -304,7 +304,9 @@ def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
     store.create_tuning_job("full", parsed.to_json(), None, 30)
     job = store.create_training_job("full", 1, {"x": 0.1, "exit_code": 0})
     job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
-    tracker = MlflowTracker(mlflow_server.url, "full", parsed, store, queue_size=1)
+    tracker = MlflowTracker(
+        mlflow_server.url, "full", parsed, store, queue_size=1, close_timeout=240
+    )
     tracker.start()
     tracker.job_started(job)
     points = [MetricPoint("accuracy", i / 1000, i, 1_700_000_000 + i) for i in range(300)]
@@ -324,7 +326,7 @@ def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
 
 
 def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
-    tmp_path, sqlite_url, mlflow_server
+    tmp_path, sqlite_url, mlflow_server, monkeypatch
 ):
     import threading
 
@@ -338,6 +340,7 @@ def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
     )
     store = Store(sqlite_url)
     store.create_tuning_job("resumed", parsed.to_json(), owner="first", ttl=30)
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")  # a loaded server took over 30 s
     detach = threading.Event()
     first = Scheduler(parsed, "resumed", store, owner="first", detach_event=detach)
     first.tracker = Tracker()  # as if the first process died before it sent anything
@@ -515,6 +518,7 @@ def test_twins_of_a_retried_run_creation_are_deleted(
         return create(self, *args, **kw)
 
     monkeypatch.setattr(MlflowClient, "create_run", created_twice)
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
     data = definition(tmp_path, mlflow_server.url, "twins", max_jobs=2)
     data["hyperparameter_ranges"] = {"x": {"type": "categorical", "values": [0.1, 0.5]}}
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
@@ -571,7 +575,7 @@ def test_params_a_lost_connection_kept_from_a_new_run_are_written_by_the_retry(
     store.create_tuning_job("lost-params", parsed.to_json(), None, 30)
     job = store.create_training_job("lost-params", 1, {"x": 0.1, "exit_code": 0})
     job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
-    tracker = MlflowTracker(mlflow_server.url, "lost-params", parsed, store)
+    tracker = MlflowTracker(mlflow_server.url, "lost-params", parsed, store, close_timeout=240)
     log_batch = tracker.client.log_batch
     failed: list[str] = []
 
