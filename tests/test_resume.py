@@ -331,10 +331,10 @@ def test_stop_from_python_ends_a_tuning_job_whose_process_died(tmp_path, sqlite_
     store = Store(sqlite_url)
     d = definition(tmp_path, sleep=5.0, max_jobs=4, max_parallel_jobs=2)
     leave_running(store, d, 2)
+    tuner = HyperparameterTuner.attach("resume", storage=sqlite_url)  # before the 1.5 s start
     expires = 0 if lease == "expired" else time.time() + 1.5
     with store.engine.begin() as conn:  # its process died holding the lease
         conn.exec_driver_sql(f"UPDATE tuning_jobs SET owner = 'dead', lease_expires = {expires}")
-    tuner = HyperparameterTuner.attach("resume", storage=sqlite_url)
     began = time.monotonic()
     described = tuner.stop()
     if lease == "expiring":
