@@ -18,6 +18,10 @@ from tuner.tracking.mlflow_tracker import mlflow_key
 
 METRICS = [{"Name": "accuracy", "Regex": r"validation: loss=\S+ accuracy=([0-9.]+)"}]
 
+# seconds a tracker's close waits for MLflow in tests that read it back: a loaded machine's
+# server took over the default 30 s
+SLOW_SERVER_CLOSE = 240
+
 
 def definition(tmp_path: Path, uri: str, name: str, **kw: Any) -> dict[str, Any]:
     return {
@@ -120,7 +124,7 @@ def test_a_tuning_job_is_a_parent_run_and_each_training_job_a_nested_run(
     tmp_path, sqlite_url, mlflow_server, monkeypatch
 ):
     # A slow (loaded) server is not a down one: give the queue time to drain at the end.
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     data = definition(tmp_path, mlflow_server.url, "tracked", static={"sleep": 1.5})
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
     tuner.fit(wait=False)
@@ -145,7 +149,7 @@ def test_a_server_that_goes_away_mid_run_costs_the_tuning_job_nothing_and_is_cau
     # MLflow's own HTTP retries would hide the outage inside one call for minutes.
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     caplog.set_level(logging.WARNING, logger="tuner.tracking")
     data = definition(tmp_path, mlflow_server.url, "outage", static={"sleep": 1.0})
     data["max_parallel_jobs"] = 1
@@ -305,7 +309,7 @@ def test_work_dropped_from_a_full_queue_is_written_again_from_the_store(
     job = store.create_training_job("full", 1, {"x": 0.1, "exit_code": 0})
     job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
     tracker = MlflowTracker(
-        mlflow_server.url, "full", parsed, store, queue_size=1, close_timeout=240
+        mlflow_server.url, "full", parsed, store, queue_size=1, close_timeout=SLOW_SERVER_CLOSE
     )
     tracker.start()
     tracker.job_started(job)
@@ -340,7 +344,9 @@ def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
     )
     store = Store(sqlite_url)
     store.create_tuning_job("resumed", parsed.to_json(), owner="first", ttl=30)
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")  # a loaded server took over 30 s
+    monkeypatch.setenv(
+        "TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE)
+    )  # a loaded server took over 30 s
     detach = threading.Event()
     first = Scheduler(parsed, "resumed", store, owner="first", detach_event=detach)
     first.tracker = Tracker()  # as if the first process died before it sent anything
@@ -377,7 +383,7 @@ def test_names_mlflow_refuses_are_renamed_and_nothing_else_is_lost(
 ):
     """One hyperparameter named ``lr@group`` (or a metric ``weird (%)``) made MLflow refuse the
     whole batch: no params, metrics, tags or artifacts for any job, runs RUNNING forever."""
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     data = definition(
         tmp_path,
         mlflow_server.url,
@@ -427,7 +433,7 @@ def test_artifacts_a_server_keeps_failing_are_left_out_not_blocking(
         raise MlflowException("artifact store down", error_code="INTERNAL_ERROR")
 
     monkeypatch.setattr(MlflowClient, "log_artifact", broken)
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     data = definition(tmp_path, mlflow_server.url, "noartifacts")
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
     tuner.fit(wait=True)
@@ -518,7 +524,7 @@ def test_twins_of_a_retried_run_creation_are_deleted(
         return create(self, *args, **kw)
 
     monkeypatch.setattr(MlflowClient, "create_run", created_twice)
-    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", "240")
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     data = definition(tmp_path, mlflow_server.url, "twins", max_jobs=2)
     data["hyperparameter_ranges"] = {"x": {"type": "categorical", "values": [0.1, 0.5]}}
     tuner = HyperparameterTuner.from_definition(data, storage=sqlite_url)
@@ -575,7 +581,9 @@ def test_params_a_lost_connection_kept_from_a_new_run_are_written_by_the_retry(
     store.create_tuning_job("lost-params", parsed.to_json(), None, 30)
     job = store.create_training_job("lost-params", 1, {"x": 0.1, "exit_code": 0})
     job = store.mark_started(job.name, "handle", str(tmp_path / "nowhere"))
-    tracker = MlflowTracker(mlflow_server.url, "lost-params", parsed, store, close_timeout=240)
+    tracker = MlflowTracker(
+        mlflow_server.url, "lost-params", parsed, store, close_timeout=SLOW_SERVER_CLOSE
+    )
     log_batch = tracker.client.log_batch
     failed: list[str] = []
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.api.conftest import Server, client, definition, wait_status
 from tests.test_scheduler import max_overlap
+from tuner.records import TrainingStatus
 from tuner.storage import Store
 
 
@@ -39,14 +40,16 @@ def test_sigkill_mid_run_then_restart_continues_the_tuning_job(tmp_path, sqlite_
                 counts = http.get("/tuning-jobs/durable").json()["training_job_status_counters"]
                 if counts["Completed"] >= 2 and counts["InProgress"] == 2:
                     jobs = store.list_training_jobs("durable")
-                    started = [j.started_at or 0.0 for j in jobs if j.status.value == "InProgress"]
+                    started = [
+                        j.started_at or 0.0 for j in jobs if j.status is TrainingStatus.IN_PROGRESS
+                    ]
                     if len(started) == 2 and time.time() - min(started) < 0.8:
                         break
                 assert time.monotonic() < deadline, counts
                 time.sleep(0.1)
         server.kill()
         before = {j.name: j for j in store.list_training_jobs("durable")}
-        running = [j for j in before.values() if j.status.value == "InProgress"]
+        running = [j for j in before.values() if j.status is TrainingStatus.IN_PROGRESS]
         assert len(running) == 2
 
         server.start()  # same port, same database, same runs folder
