@@ -37,6 +37,7 @@ import numpy as np
 from skopt import Optimizer
 
 from tuner.errors import ValidationError
+from tuner.parameters import CategoricalParameter
 from tuner.space import Config, SearchSpace
 from tuner.strategies.base import Strategy
 from tuner.strategies.gp import GPSearch
@@ -115,6 +116,9 @@ class BayesianStrategy(Strategy):
             n_initial_points,
             lie,
             snap=None if space.is_continuous else space.snap,
+            categories=[
+                space.slice_of(name) for name, rng in space if isinstance(rng, CategoricalParameter)
+            ],
         )
 
     def _propose(self, n: int) -> list[Config]:

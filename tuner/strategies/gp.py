@@ -24,11 +24,13 @@ the same points.
 - Acquisition: log expected improvement (Ament et al., "Unexpected improvements to expected
   improvement", NeurIPS 2023), maximised over Sobol points plus perturbations of the best
   observations scaled by the fitted length scales, then refined by rounds of smaller
-  perturbations around the best candidates. Every second model-based suggestion is local: it
-  minimises the lower confidence bound ``mean - std`` inside a box around the best observation,
-  half a length scale wide in each dimension (a trust region, as in TuRBO: Eriksson et al.,
-  NeurIPS 2019). That makes the search converge inside the basin it has found, which expected
-  improvement alone does slowly, while the other half keeps exploring.
+  perturbations around the best candidates. Two of every three model-based suggestions are
+  local (``LOCAL_OF``; the first is global): they minimise the lower confidence bound
+  ``mean - std`` inside a box around the best observation, half a length scale wide in each
+  dimension (a trust region, as in TuRBO: Eriksson et al., NeurIPS 2019). That makes the search
+  converge inside the basin it has found, which expected improvement alone does slowly, while
+  the third keeps exploring. A trust-region step with no admissible candidate (all measured,
+  busy or in an avoided basin) is made as a global step instead.
 - Restarts (as TuRBO restarts a collapsed trust region, Eriksson et al., NeurIPS 2019): a
   search has converged once its last ``RESTART_WINDOW`` results improved its best by less than
   ``RESTART_TOLERANCE`` times the distance from its median loss to its best, after at least
@@ -41,7 +43,16 @@ the same points.
   their bad ones keep it from spending evaluations where nothing was found (on Hartmann-6,
   sequentially, runs ending in a local basin: 52 of 160 without restarts, 25 with a fresh
   search modelling only its own results, 17 with the worst quarter kept;
-  ``docs/benchmarks/optimizers.md``). Results told before the
+  ``docs/benchmarks/optimizers.md``). The basin a search converged in is then avoided: a GP
+  is fitted on that search's results alone, and the later searches' Sobol points and
+  candidates stay outside the ellipsoid of radius ``BASIN_RADIUS`` around its best, measured in
+  that model's length scales and in its categories (``categories``: the one-hot slices of
+  categorical ranges; another category is another basin, however near in length scales: a
+  search stalled at one category of the best numbers could otherwise never try the others),
+  until a later result beats its best (without it a fresh search
+  fell back into the basin it left through its first Sobol points, far in the cube but near in
+  the length scales of the inputs the function hardly depends on; Hartmann-6 runs ending in a
+  local basin fell from 29 of 280 to 11, docs/benchmarks/optimizers.md). Results told before the
   search began (a warm start's, ``inherited``) belong to the first search but do not count
   towards its minimum. Which results begin a search depends only on the sequence of results and
   the batch size, so replaying them gives the same searches.
@@ -75,7 +86,8 @@ the same points.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -88,7 +100,7 @@ SOBOL_CANDIDATES = 512
 LOCAL_STARTS = 8  # best observations (then best candidates) to perturb
 LOCAL_SAMPLES = 48  # perturbations per start and round
 REFINE_ROUNDS = 8
-LOCAL_EVERY = 2  # every second model-based suggestion searches the trust region
+LOCAL_OF = 3  # of every LOCAL_OF model-based suggestions, all but the first are local
 TRUST_REGION = 0.5  # half-width of the trust region, in length scales
 FIRST_FIT_ITERATIONS = 200
 WARM_FIT_ITERATIONS = 50
@@ -98,7 +110,7 @@ LOCAL_BETA = 1.0  # the trust region's acquisition: -(mean - LOCAL_BETA * std)
 EXPLOIT_BETA = 0.0  # the same for the ``exploit_next`` suggestions: the predicted mean alone
 BUSY_GAP = 2e-3  # no suggestion nearer than this to a busy point (unit cube distance)
 SAME_POINT = 1e-9  # a snapped candidate this near a measured point is that configuration
-SOBOL_DRAWS = 64  # Sobol points drawn at most for one space-filling suggestion on a snapped space
+SOBOL_DRAWS = 64  # Sobol points drawn at most for one space-filling suggestion (see there)
 OUTLIER_MADS = 3.0  # losses beyond median + this many (normal-scaled) MADs are compressed
 LOSS_LIMIT = 1e150  # losses are held within +-this: their squares (a variance) stay finite
 OWN_SCALE_AFTER = 3  # own results scaled on their own from this many on (with a prior)
@@ -111,6 +123,27 @@ RESTART_MIN = 30
 RESTART_BATCHES = 6
 RESTART_POINTS = 5  # Sobol points that open a restarted search
 RESTART_KEEP_WORSE = 0.75  # converged searches' results above this quantile stay modelled
+BASIN_RADIUS = 1.0  # a converged search's basin: this many length scales around its best
+
+
+@dataclass(frozen=True)
+class Basin:
+    """Where a converged search ended: its best point and loss, the length scales of a model of
+    its results alone, and the index of the first result told after it converged."""
+
+    centre: np.ndarray
+    scales: np.ndarray
+    loss: float
+    after: int
+    categories: tuple[slice, ...] = ()
+
+    def holds(self, points: np.ndarray) -> np.ndarray:
+        """Which of ``points`` (rows) lie within ``BASIN_RADIUS`` length scales of the centre
+        and share its value of every categorical range (``categories``: one-hot slices)."""
+        inside = np.sum(((points - self.centre) / self.scales) ** 2, axis=1) < BASIN_RADIUS**2
+        for sl in self.categories:
+            inside &= np.argmax(points[:, sl], axis=1) == np.argmax(self.centre[sl])
+        return inside
 
 
 class GPSearch:
@@ -125,9 +158,11 @@ class GPSearch:
         model_points: int = 400,
         fit_points: int = 150,
         snap: Callable[[np.ndarray], np.ndarray] | None = None,
+        categories: Sequence[slice] = (),
     ) -> None:
         self.dimensions = dimensions
         self.snap = snap
+        self.categories = tuple(categories)
         self.rng = rng
         self.n_initial_points = n_initial_points
         self.lie = lie
@@ -148,6 +183,8 @@ class GPSearch:
         self._scanned = 0  # results the restart rule has looked at
         self._batch = 1  # the largest batch asked for (pending points included)
         self.restarts = 0
+        self.basins: list[Basin] = []  # one per restart, see the contract
+        self._avoid: list[Basin] = []  # the basins not yet beaten, as of the current ask
 
     def tell(self, x: np.ndarray, loss: float) -> None:
         self.x.append(np.asarray(x, dtype=float))
@@ -171,6 +208,7 @@ class GPSearch:
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
         self._batch = max(self._batch, n + len(busy))
         self._scan_for_convergence()
+        self._avoid = [b for b in self.basins if min(self.y[b.after :], default=np.inf) >= b.loss]
         # While every loss is tied the model is flat, and expected improvement on a flat model
         # chases its uncertainty into the corners: the Sobol sequence goes on instead.
         searched = self.y[self._since :]
@@ -206,8 +244,21 @@ class GPSearch:
             best = float(losses.min())
             gain = float(losses[:-RESTART_WINDOW].min()) - best
             if gain < RESTART_TOLERANCE * (float(np.median(losses)) - best):
+                self.basins.append(self._basin(start, self._scanned))
                 self._since, self._theta, self._model_asks = self._scanned, None, 0
                 self.restarts += 1
+
+    def _basin(self, start: int, end: int) -> Basin:
+        """The basin of the search made of results ``start:end``, from a model of them alone
+        (fitted on at most ``fit_points`` spread over their order: no random draw, so replaying
+        the results gives the same basin)."""
+        x, y = np.array(self.x[start:end]), self._scale(np.array(self.y[start:end]))
+        fit = np.argsort(y, kind="stable")
+        fit = fit[np.linspace(0, len(fit) - 1, min(len(fit), self.fit_points)).astype(int)]
+        fresh = GaussianProcess.default_theta(self.dimensions, PRIOR)
+        gp = GaussianProcess.fit(x[fit], y[fit], [fresh], PRIOR, FIRST_FIT_ITERATIONS)
+        best = start + int(np.argmin(self.y[start:end]))
+        return Basin(self.x[best], gp.length_scales, self.y[best], end, self.categories)
 
     def _sobol_points(self, n: int) -> np.ndarray:
         with warnings.catch_warnings():
@@ -215,15 +266,25 @@ class GPSearch:
             return self._sobol.random(n)
 
     def _space_filling(self, busy: list[np.ndarray]) -> np.ndarray:
-        """The next Sobol point; on a snapped space, the next one (of ``SOBOL_DRAWS``) whose
-        configuration is neither measured nor busy, as a small space soon repeats them."""
-        point = self._snapped(self._sobol_points(1))[0]
+        """The next Sobol point that lies in no avoided basin and, on a snapped space, whose
+        configuration is neither measured nor busy (a small space soon repeats them), of at most
+        ``SOBOL_DRAWS``; the last one drawn if none qualifies."""
         taken = np.array(self.x + busy).reshape(-1, self.dimensions)
-        for _ in range(SOBOL_DRAWS if self.snap is not None and len(taken) else 0):
-            if np.abs(taken - point).max(axis=1).min() >= SAME_POINT:
+        check_taken = self.snap is not None and len(taken) > 0
+        point = self._snapped(self._sobol_points(1))[0]
+        for _ in range(SOBOL_DRAWS if check_taken or self._avoid else 0):
+            repeat = check_taken and np.abs(taken - point).max(axis=1).min() < SAME_POINT
+            if not repeat and not self._avoided(point[None, :])[0]:
                 break
             point = self._snapped(self._sobol_points(1))[0]
         return point
+
+    def _avoided(self, points: np.ndarray) -> np.ndarray:
+        """Which of ``points`` lie in a basin still avoided."""
+        inside = np.zeros(len(points), dtype=bool)
+        for basin in self._avoid:
+            inside |= basin.holds(points)
+        return inside
 
     def _snapped(self, points: np.ndarray) -> np.ndarray:
         """Candidates moved to the points of the configurations they stand for (see snap)."""
@@ -317,13 +378,33 @@ class GPSearch:
         self, gp: GaussianProcess, x: np.ndarray, y: np.ndarray, busy: list[np.ndarray]
     ) -> np.ndarray:
         """The best candidate once the ``busy`` points are told with a lie: by log expected
-        improvement, or every ``LOCAL_EVERY``-th call by lower confidence bound in the trust
-        region (the ``exploit_next`` calls first: by predicted mean there)."""
+        improvement, or (all but one of every ``LOCAL_OF`` calls) by lower confidence bound in
+        the trust region (the ``exploit_next`` calls first: by predicted mean there). Where no
+        candidate is admissible the step is made globally; where none is admissible there
+        either, avoided basins are ignored."""
         self._model_asks += 1
         exploit = self.exploit_next > 0
         self.exploit_next -= exploit
-        in_region = exploit or self._model_asks % LOCAL_EVERY == 0
+        in_region = exploit or self._model_asks % LOCAL_OF != 1
         beta = EXPLOIT_BETA if exploit else LOCAL_BETA
+        point, value = self._best_candidate(gp, x, y, busy, in_region, beta, self._avoid)
+        if value == -np.inf and in_region:
+            point, value = self._best_candidate(gp, x, y, busy, False, beta, self._avoid)
+        if value == -np.inf and self._avoid:
+            point, value = self._best_candidate(gp, x, y, busy, False, beta, [])
+        return point
+
+    def _best_candidate(
+        self,
+        gp: GaussianProcess,
+        x: np.ndarray,
+        y: np.ndarray,
+        busy: list[np.ndarray],
+        in_region: bool,
+        beta: float,
+        avoid: list[Basin],
+    ) -> tuple[np.ndarray, float]:
+        """One step of ``_maximise``: its best candidate and score (-inf: none admissible)."""
         pending = np.array(busy)
         if busy:
             # In the trust region the busy points are told their predicted mean (kriging
@@ -357,6 +438,8 @@ class GPSearch:
                 values = np.where(gaps < BUSY_GAP, -np.inf, values)
             if measured is not None:
                 values = np.where(measured.query(points)[0] < SAME_POINT, -np.inf, values)
+            for basin in avoid:
+                values = np.where(basin.holds(points), -np.inf, values)
             return values
 
         starts = x[np.argsort(y)[:LOCAL_STARTS]]
@@ -369,7 +452,8 @@ class GPSearch:
             local = self._snapped(np.clip(self._around(top, scales * 0.5**round_), low, high))
             candidates = np.vstack([candidates, local])
             values = np.concatenate([values, score(local)])
-        return candidates[int(np.argmax(values))]
+        chosen = int(np.argmax(values))
+        return candidates[chosen], float(values[chosen])
 
     def _around(self, centres: np.ndarray, scales: np.ndarray) -> np.ndarray:
         steps = self.rng.normal(size=(len(centres), LOCAL_SAMPLES, self.dimensions)) * scales
