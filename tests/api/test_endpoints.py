@@ -136,6 +136,7 @@ def test_describe_shows_the_strategys_state(http):
     done = wait_status(http, "bayes-state", {"Completed"})
     assert done["strategy_state"]["engine"] == "native"
     assert done["strategy_state"]["restarts"] == 0
+    assert done["strategy_state"]["avoided_basins"] == 0
 
 
 def test_logs_follow_streams_until_the_job_ends(http):

@@ -301,7 +301,7 @@ def test_a_restarted_search_stays_out_of_the_basin_it_left_until_it_beats_it():
         search.tell(point, 0.5 + _bowl(point))
     search.tell(rng.random(2), 0.3)  # beaten: the basin is no longer avoided
     search.ask(1, [])
-    assert search._avoid == []
+    assert search.avoided == []
 
 
 def test_a_basin_is_one_category_and_its_length_scales_are_the_converged_search_s():
@@ -391,6 +391,7 @@ def test_the_bayesian_strategy_counts_restarts_and_a_warm_start_is_inherited():
         strategy.tell(config, 0.45)
     strategy.ask(1)
     assert strategy.describe()["restarts"] == 1  # after RESTART_MIN of its own, not before
+    assert strategy.describe()["avoided_basins"] == 1
 
 
 @pytest.mark.parametrize("seed", [300, 309, 317])

@@ -263,6 +263,7 @@ class BayesianStrategy(Strategy):
                 "engine": "native",
                 "lie": self.lie,
                 "restarts": self._native.restarts,
+                "avoided_basins": len(self._native.avoided),
             }
         self._flush()
         return {"observations": len(self._optimizer.yi), "lie": self.lie}

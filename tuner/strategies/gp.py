@@ -184,7 +184,7 @@ class GPSearch:
         self._batch = 1  # the largest batch asked for (pending points included)
         self.restarts = 0
         self.basins: list[Basin] = []  # one per restart, see the contract
-        self._avoid: list[Basin] = []  # the basins not yet beaten, as of the current ask
+        self.avoided: list[Basin] = []  # the basins not yet beaten, as of the current ask
 
     def tell(self, x: np.ndarray, loss: float) -> None:
         self.x.append(np.asarray(x, dtype=float))
@@ -208,7 +208,7 @@ class GPSearch:
         model: tuple[GaussianProcess, np.ndarray, np.ndarray] | None = None
         self._batch = max(self._batch, n + len(busy))
         self._scan_for_convergence()
-        self._avoid = [b for b in self.basins if min(self.y[b.after :], default=np.inf) >= b.loss]
+        self.avoided = [b for b in self.basins if min(self.y[b.after :], default=np.inf) >= b.loss]
         # While every loss is tied the model is flat, and expected improvement on a flat model
         # chases its uncertainty into the corners: the Sobol sequence goes on instead.
         searched = self.y[self._since :]
@@ -272,17 +272,17 @@ class GPSearch:
         taken = np.array(self.x + busy).reshape(-1, self.dimensions)
         check_taken = self.snap is not None and len(taken) > 0
         point = self._snapped(self._sobol_points(1))[0]
-        for _ in range(SOBOL_DRAWS if check_taken or self._avoid else 0):
+        for _ in range(SOBOL_DRAWS if check_taken or self.avoided else 0):
             repeat = check_taken and np.abs(taken - point).max(axis=1).min() < SAME_POINT
-            if not repeat and not self._avoided(point[None, :])[0]:
+            if not repeat and not self._in_avoided(point[None, :])[0]:
                 break
             point = self._snapped(self._sobol_points(1))[0]
         return point
 
-    def _avoided(self, points: np.ndarray) -> np.ndarray:
+    def _in_avoided(self, points: np.ndarray) -> np.ndarray:
         """Which of ``points`` lie in a basin still avoided."""
         inside = np.zeros(len(points), dtype=bool)
-        for basin in self._avoid:
+        for basin in self.avoided:
             inside |= basin.holds(points)
         return inside
 
@@ -387,10 +387,10 @@ class GPSearch:
         self.exploit_next -= exploit
         in_region = exploit or self._model_asks % LOCAL_OF != 1
         beta = EXPLOIT_BETA if exploit else LOCAL_BETA
-        point, value = self._best_candidate(gp, x, y, busy, in_region, beta, self._avoid)
+        point, value = self._best_candidate(gp, x, y, busy, in_region, beta, self.avoided)
         if value == -np.inf and in_region:
-            point, value = self._best_candidate(gp, x, y, busy, False, beta, self._avoid)
-        if value == -np.inf and self._avoid:
+            point, value = self._best_candidate(gp, x, y, busy, False, beta, self.avoided)
+        if value == -np.inf and self.avoided:
             point, value = self._best_candidate(gp, x, y, busy, False, beta, [])
         return point
 
