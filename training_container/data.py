@@ -34,6 +34,23 @@ CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
 
 
+# The only globals a CIFAR-10 batch names: numpy's array and dtype reconstruction (numpy 1 and
+# 2 module paths; protocol 5's buffers) and the bytes codec of a protocol 2 pickle.
+BATCH_GLOBALS = frozenset(
+    [
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("_codecs", "encode"),
+    ]
+)
+
+
 class DataError(RuntimeError):
     """The dataset cannot be found or read; the message says where the trainer looked."""
 
@@ -49,15 +66,31 @@ class Splits:
     classes: int
 
 
+class _BatchUnpickler(pickle.Unpickler):
+    """Unpickles numpy arrays, dicts, lists, bytes and numbers, nothing else: a pickle may call
+    any global it names (``os.system``), so every global outside ``BATCH_GLOBALS`` is refused
+    before it is imported (the "Restricting Globals" recipe of Python's ``pickle`` docs). A
+    dataset from S3 or a shared folder is data, never code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in BATCH_GLOBALS:
+            raise pickle.UnpicklingError(
+                f"it names {module}.{name}, and a CIFAR-10 batch holds only numpy arrays, "
+                "lists, bytes and numbers"
+            )
+        return super().find_class(module, name)
+
+
 def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with open(path, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
+            batch = _BatchUnpickler(f, encoding="bytes").load()
         raw = np.asarray(batch[b"data"])
         raw_labels = np.asarray(batch[b"labels"])
     except Exception as exc:  # unpickling bytes of unknown origin may raise anything:
-        # an empty file (EOFError), a pickle of something else (TypeError), one naming a module
-        # this numpy lacks (ModuleNotFoundError: numpy._core, saved by numpy 2) ...
+        # an empty file (EOFError), a pickle of something else (TypeError), one naming a
+        # global a batch never names (UnpicklingError), one naming numpy._core (saved by numpy
+        # 2) read by numpy 1 (ModuleNotFoundError) ...
         raise DataError(f"{path} is not a CIFAR-10 python batch: {exc!r:.200}") from None
     if raw.dtype != np.uint8 and (
         raw.dtype.kind not in "iu" or (raw.size and (raw.min() < 0 or raw.max() > 255))

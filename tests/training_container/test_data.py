@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import boto3
 import numpy as np
 import pytest
 
 from tests.training_container.conftest import upload_cifar
-from training_container.data import FILES, DataError, load, load_cifar10, split_validation
+from training_container.data import (
+    FILES,
+    DataError,
+    _read_batch,
+    load,
+    load_cifar10,
+    split_validation,
+)
 from training_container.synthetic import write_cifar
 
 
@@ -149,6 +158,55 @@ def test_a_batch_naming_a_module_this_numpy_lacks_is_a_data_error(tmp_path):
     batch = pickle.dumps({b"data": np.zeros((1, 3072), np.uint8), b"labels": [0]})
     (folder / "data_batch_2").write_bytes(batch.replace(b"numpy", b"numpx"))
     with pytest.raises(
-        DataError, match="data_batch_2 is not a CIFAR-10 python batch: ModuleNotFoundError"
+        DataError, match="data_batch_2 is not a CIFAR-10 python batch: UnpicklingError"
     ):
         load_cifar10(str(folder))
+
+
+class _Payload:
+    """Unpickling it calls os.system: what a hostile dataset on S3 or a shared disk can do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.parametrize("protocol", [2, 5])
+def test_a_batch_that_would_run_code_is_refused_and_runs_nothing(tmp_path, protocol):
+    """pickle.load ran any callable a batch named (a shell command here)."""
+    import pickle
+
+    folder = write_cifar(tmp_path / "d")
+    marker = tmp_path / "ran"
+    batch = {b"data": np.zeros((1, 3072), np.uint8), b"labels": [0], b"x": _Payload(marker)}
+    (folder / "data_batch_4").write_bytes(pickle.dumps(batch, protocol=protocol))
+    with pytest.raises(
+        DataError,
+        match=r"data_batch_4 is not a CIFAR-10 python batch: UnpicklingError\('it names "
+        r"posix\.system, and a CIFAR-10 batch holds only numpy arrays",
+    ):
+        load_cifar10(str(folder))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_batches_pickled_with_any_protocol_still_load(tmp_path, protocol):
+    import pickle
+
+    folder = write_cifar(tmp_path / "d")
+    labels = np.arange(4) % 10
+    batch = {
+        b"batch_label": b"training batch 1 of 5",
+        b"data": np.full((4, 3072), 7, np.uint8),
+        b"labels": [int(v) for v in labels],
+        b"filenames": [b"a.png"] * 4,
+    }
+    for name in ("data_batch_1", "test_batch"):
+        (folder / name).write_bytes(pickle.dumps(batch, protocol=protocol))
+    data, read_labels = _read_batch(folder / "data_batch_1")
+    assert data.shape == (4, 3, 32, 32) and (data == 7).all()
+    np.testing.assert_array_equal(read_labels, labels)
