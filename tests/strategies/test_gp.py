@@ -166,7 +166,7 @@ def test_pending_points_are_told_the_best_loss_or_in_the_trust_region_their_mean
 
     monkeypatch.setattr(GaussianProcess, "condition", spy)
     pending = np.array([0.5, 0.5])
-    for in_region in (False, True):  # of three model steps: expected improvement, then region
+    for in_region in (False, True):  # model steps alternate: expected improvement, then region
         search.ask(1, [pending])
         (theta, x, y), (_, x_busy, y_busy) = told[-2:]
         np.testing.assert_array_equal(x_busy[-1], pending)
@@ -317,7 +317,6 @@ def test_a_trust_region_inside_an_avoided_basin_gives_way_to_a_global_step(monke
     search, _ = _restarted(11)
     for point in search.ask(gp.RESTART_POINTS, []):
         search.tell(point, 0.5 + _bowl(point))
-    search.ask(1, [])  # the first model step is global; the next two search the region
     steps = []
     best_candidate = GPSearch._best_candidate
 
@@ -331,6 +330,7 @@ def test_a_trust_region_inside_an_avoided_basin_gives_way_to_a_global_step(monke
     centre = x[int(np.argmin(y))]  # the trust region's centre: at most 0.25 wide each way
     around = gp.Basin(centre, np.array([0.4, 0.4]), 0.0, gp.RESTART_MIN)
     search.basins = [around]
+    search._model_asks = 1  # the next model step searches the region
     (point,) = search.ask(1, [])
     assert steps == [(True, 1, False), (False, 1, True)]
     assert not around.holds(point[None])[0]
@@ -338,6 +338,7 @@ def test_a_trust_region_inside_an_avoided_basin_gives_way_to_a_global_step(monke
     # of candidates all scored -inf taken.
     steps.clear()
     search.basins = [gp.Basin(centre, np.array([9.0, 9.0]), 0.0, gp.RESTART_MIN)]
+    search._model_asks = 1
     search.ask(1, [])
     assert steps == [(True, 1, False), (False, 1, False), (False, 0, True)]
 
@@ -410,12 +411,12 @@ def test_a_run_caught_in_hartmann6_s_local_basin_restarts_and_finds_the_global_o
     assert final_regret() > 0.1
 
 
-@pytest.mark.parametrize("seed", [34])
+@pytest.mark.parametrize("seed", [27, 34])
 def test_the_converged_search_s_worst_results_speed_up_the_restarted_one(seed, monkeypatch):
     # A restarted search that models only its own results finds Hartmann-6's global basin on
-    # this seed too late: still above the target after 100 evaluations (seeds 0-59 scanned:
-    # 34 is the one). The worst quarter of the first search's results keeps it from the regions
-    # already found empty.
+    # these seeds too late: still above the target after 100 evaluations (seeds 0-59 scanned:
+    # 27, 34, 46 and 57). The worst quarter of the first search's results keeps it from the
+    # regions already found empty.
     problem = PROBLEMS["hartmann6"]
 
     def final_regret() -> float:
@@ -426,12 +427,12 @@ def test_the_converged_search_s_worst_results_speed_up_the_restarted_one(seed, m
     assert final_regret() > problem.target
 
 
-@pytest.mark.parametrize("seed", [29, 34, 57])
+@pytest.mark.parametrize("seed", [2, 25])
 def test_a_restarted_search_kept_out_of_the_basin_it_left_finds_hartmann6_s_global_one(
     seed, monkeypatch
 ):
     # Without the basin avoided, these seeds' restarted searches fall back into the 0.12 basin
-    # (seeds 0-59 scanned: these three of 60; on none of the 60 did the avoided basin cost a run).
+    # (seeds 0-59 scanned: these two of 60; on none of the 60 did the avoided basin cost a run).
     problem = PROBLEMS["hartmann6"]
 
     def final_regret() -> float:

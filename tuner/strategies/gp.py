@@ -24,13 +24,14 @@ the same points.
 - Acquisition: log expected improvement (Ament et al., "Unexpected improvements to expected
   improvement", NeurIPS 2023), maximised over Sobol points plus perturbations of the best
   observations scaled by the fitted length scales, then refined by rounds of smaller
-  perturbations around the best candidates. Two of every three model-based suggestions are
-  local (``LOCAL_OF``; the first is global): they minimise the lower confidence bound
-  ``mean - std`` inside a box around the best observation, half a length scale wide in each
-  dimension (a trust region, as in TuRBO: Eriksson et al., NeurIPS 2019). That makes the search
-  converge inside the basin it has found, which expected improvement alone does slowly, while
-  the third keeps exploring. A trust-region step with no admissible candidate (all measured,
-  busy or in an avoided basin) is made as a global step instead.
+  perturbations around the best candidates. Every second model-based suggestion is local
+  (``LOCAL_OF``): it minimises the lower confidence bound ``mean - std`` inside a box around
+  the best observation, half a length scale wide in each dimension (a trust region, as in
+  TuRBO: Eriksson et al., NeurIPS 2019). That makes the search converge inside the basin it has
+  found, which expected improvement alone does slowly, while the other half keeps exploring
+  (two local steps of three refined Hartmann-6 faster but cost the flat decision-tree problems
+  of ``bench/model_tuning.py``: docs/benchmarks/optimizers.md). A trust-region step with no
+  admissible candidate (all measured, busy or in an avoided basin) is made globally instead.
 - Restarts (as TuRBO restarts a collapsed trust region, Eriksson et al., NeurIPS 2019): a
   search has converged once its last ``RESTART_WINDOW`` results improved its best by less than
   ``RESTART_TOLERANCE`` times the distance from its median loss to its best, after at least
@@ -100,7 +101,7 @@ SOBOL_CANDIDATES = 512
 LOCAL_STARTS = 8  # best observations (then best candidates) to perturb
 LOCAL_SAMPLES = 48  # perturbations per start and round
 REFINE_ROUNDS = 8
-LOCAL_OF = 3  # of every LOCAL_OF model-based suggestions, all but the first are local
+LOCAL_OF = 2  # of every LOCAL_OF model-based suggestions, all but the first are local
 TRUST_REGION = 0.5  # half-width of the trust region, in length scales
 FIRST_FIT_ITERATIONS = 200
 WARM_FIT_ITERATIONS = 50
