@@ -395,20 +395,21 @@ def test_the_bayesian_strategy_counts_restarts_and_a_warm_start_is_inherited():
     assert strategy.describe()["avoided_basins"] == 1
 
 
+def _hartmann6_regret(seed: int) -> float:
+    """Regret after 100 sequential evaluations of Hartmann-6 (0.12: the local basin)."""
+    problem = PROBLEMS["hartmann6"]
+    return min(ours("Bayesian")(problem, 100, 1, seed)) - problem.minimum
+
+
 @pytest.mark.parametrize("seed", [300, 309, 317])
 def test_a_run_caught_in_hartmann6_s_local_basin_restarts_and_finds_the_global_one(
     seed, monkeypatch
 ):
     # Without restarts these seeds end in the basin at regret 0.12 after 100 evaluations, as
     # about a third of all seeds do; with them, about one in ten (docs/benchmarks/optimizers.md).
-    problem = PROBLEMS["hartmann6"]
-
-    def final_regret() -> float:
-        return min(ours("Bayesian")(problem, 100, 1, seed)) - problem.minimum
-
-    assert final_regret() < problem.target
+    assert _hartmann6_regret(seed) < PROBLEMS["hartmann6"].target
     monkeypatch.setattr(gp, "RESTART_MIN", 10**6)
-    assert final_regret() > 0.1
+    assert _hartmann6_regret(seed) > 0.1
 
 
 @pytest.mark.parametrize("seed", [27, 34])
@@ -417,14 +418,9 @@ def test_the_converged_search_s_worst_results_speed_up_the_restarted_one(seed, m
     # these seeds too late: still above the target after 100 evaluations (seeds 0-59 scanned:
     # 27, 34, 46 and 57). The worst quarter of the first search's results keeps it from the
     # regions already found empty.
-    problem = PROBLEMS["hartmann6"]
-
-    def final_regret() -> float:
-        return min(ours("Bayesian")(problem, 100, 1, seed)) - problem.minimum
-
-    assert final_regret() < problem.target
+    assert _hartmann6_regret(seed) < PROBLEMS["hartmann6"].target
     monkeypatch.setattr(gp, "RESTART_KEEP_WORSE", 1.0)  # nothing above the maximum: none kept
-    assert final_regret() > problem.target
+    assert _hartmann6_regret(seed) > PROBLEMS["hartmann6"].target
 
 
 @pytest.mark.parametrize("seed", [2, 25])
@@ -433,14 +429,9 @@ def test_a_restarted_search_kept_out_of_the_basin_it_left_finds_hartmann6_s_glob
 ):
     # Without the basin avoided, these seeds' restarted searches fall back into the 0.12 basin
     # (seeds 0-59 scanned: these two of 60; on none of the 60 did the avoided basin cost a run).
-    problem = PROBLEMS["hartmann6"]
-
-    def final_regret() -> float:
-        return min(ours("Bayesian")(problem, 100, 1, seed)) - problem.minimum
-
-    assert final_regret() < problem.target
+    assert _hartmann6_regret(seed) < PROBLEMS["hartmann6"].target
     monkeypatch.setattr(gp, "BASIN_RADIUS", 0.0)  # no point lies within radius 0
-    assert final_regret() > 0.1
+    assert _hartmann6_regret(seed) > 0.1
 
 
 def _discrete_loss(config: dict) -> float:
