@@ -363,6 +363,10 @@ def test_restarts_follow_from_the_results_not_from_when_they_were_asked_for():
     all_at_once.ask(1, [])
     assert one_by_one.restarts == all_at_once.restarts == 2
     assert one_by_one._since == all_at_once._since
+    for a, b in zip(one_by_one.basins, all_at_once.basins, strict=True):  # the same basins
+        np.testing.assert_array_equal(a.centre, b.centre)
+        np.testing.assert_array_equal(a.scales, b.scales)
+        assert (a.loss, a.after) == (b.loss, b.after)
 
 
 def test_a_warm_start_s_observations_do_not_count_towards_convergence():
