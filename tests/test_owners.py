@@ -68,3 +68,33 @@ def test_a_holder_that_proc_hides_is_asked_with_signal_zero(monkeypatch) -> None
     assert not owner_is_gone(hidden)
     hide[0] = PermissionError  # hidepid=1: an entry, not readable
     assert not owner_is_gone(hidden)
+
+
+def _ended_process_owner(service: str | None = None) -> str:
+    code = f"from tuner.owners import process_owner; print(process_owner(service={service!r}))"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_a_worker_that_ended_is_gone_only_once_its_service_has_ended_too() -> None:
+    """Review: service B freed the lease of service A's worker that had ended (A lets it run
+    out, so that a worker failing at once is not restarted every scan), and took the tuning
+    job over at once, once per other service on the machine."""
+    live_service = process_owner()
+    worker = _ended_process_owner(service=live_service)
+    _host, pid, _token, ticks = live_service.split(":")[:4]
+    assert worker.split(":")[6:] == [pid, ticks]
+    assert not owner_is_gone(worker)  # its service runs: that service decides
+    ended_service = _ended_process_owner()
+    assert owner_is_gone(_ended_process_owner(service=ended_service))
+    live_worker = process_owner(service=ended_service)
+    assert not owner_is_gone(live_worker)  # a worker outliving its killed service lives
+
+
+def test_a_worker_s_name_fits_the_store_with_the_longest_host(monkeypatch) -> None:
+    import socket
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "h" * 255)
+    assert len(process_owner(service=process_owner())) <= 128
+    assert not owner_is_gone(process_owner(service=process_owner()))

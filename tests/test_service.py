@@ -366,6 +366,15 @@ def test_a_worker_that_ends_holding_its_lease_is_not_restarted_every_scan(
         wait_for(lambda: service.running() == [], timeout=30)  # the worker has ended
         time.sleep(3)  # fifteen scans
         assert starts == ["resume"]
-        assert store.get_tuning_job("resume").owner is not None  # left to run out
+        held = store.get_tuning_job("resume").owner
+        assert held is not None  # left to run out
+        # Another service on this machine leaves it too (it freed the lease of the dead
+        # worker, and took the tuning job over at once, once per scan of each other service).
+        other = TuningService(Store(sqlite_url), tmp_path / "other", lease_seconds=30)
+        try:
+            assert other.scan() == []
+            assert store.get_tuning_job("resume").owner == held
+        finally:
+            other.shutdown()
     finally:
         service.shutdown()

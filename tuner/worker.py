@@ -83,8 +83,9 @@ def main(task: dict[str, Any] | None, told: BinaryIO) -> int:
     try:
         # The service claimed the lease under its own name; this worker holds it under its own
         # (tuner.owners): a worker outliving a killed service must not look like a holder that
-        # has ended, which `tuner resume` on this machine would take over at once.
-        name, own = task["name"], process_owner()
+        # has ended, which `tuner resume` on this machine would take over at once. The name
+        # carries the service's too: a worker that ended while its service runs is not gone.
+        name, own = task["name"], process_owner(service=task["owner"])
         if not store.claim_tuning_job(name, own, task["lease_seconds"], task["owner"]):
             log.warning("tuning job %s: another process took it before this worker began", name)
             return 0
