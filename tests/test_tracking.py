@@ -344,9 +344,7 @@ def test_a_resumed_tuning_job_catches_up_what_its_first_process_never_sent(
     )
     store = Store(sqlite_url)
     store.create_tuning_job("resumed", parsed.to_json(), owner="first", ttl=30)
-    monkeypatch.setenv(
-        "TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE)
-    )  # a loaded server took over 30 s
+    monkeypatch.setenv("TUNER_TRACKING_CLOSE_TIMEOUT", str(SLOW_SERVER_CLOSE))
     detach = threading.Event()
     first = Scheduler(parsed, "resumed", store, owner="first", detach_event=detach)
     first.tracker = Tracker()  # as if the first process died before it sent anything

@@ -148,6 +148,14 @@ class Basin:
         return inside
 
 
+def _inside(basins: list[Basin], points: np.ndarray) -> np.ndarray:
+    """Which of ``points`` (rows) lie in any of ``basins``."""
+    inside = np.zeros(len(points), dtype=bool)
+    for basin in basins:
+        inside |= basin.holds(points)
+    return inside
+
+
 class GPSearch:
     """Gaussian-process search over ``[0, 1]^dimensions`` (see the module contract)."""
 
@@ -278,17 +286,10 @@ class GPSearch:
         point = self._snapped(self._sobol_points(1))[0]
         for _ in range(SOBOL_DRAWS if check_taken or self.avoided else 0):
             repeat = check_taken and np.abs(taken - point).max(axis=1).min() < SAME_POINT
-            if not repeat and not self._in_avoided(point[None, :])[0]:
+            if not repeat and not _inside(self.avoided, point[None, :])[0]:
                 break
             point = self._snapped(self._sobol_points(1))[0]
         return point
-
-    def _in_avoided(self, points: np.ndarray) -> np.ndarray:
-        """Which of ``points`` lie in a basin still avoided."""
-        inside = np.zeros(len(points), dtype=bool)
-        for basin in self.avoided:
-            inside |= basin.holds(points)
-        return inside
 
     def _snapped(self, points: np.ndarray) -> np.ndarray:
         """Candidates moved to the points of the configurations they stand for (see snap)."""
@@ -442,8 +443,8 @@ class GPSearch:
                 values = np.where(gaps < BUSY_GAP, -np.inf, values)
             if measured is not None:
                 values = np.where(measured.query(points)[0] < SAME_POINT, -np.inf, values)
-            for basin in avoid:
-                values = np.where(basin.holds(points), -np.inf, values)
+            if avoid:
+                values = np.where(_inside(avoid, points), -np.inf, values)
             return values
 
         starts = x[np.argsort(y)[:LOCAL_STARTS]]
