@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tuner import signal_safe
 from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
@@ -113,10 +114,9 @@ def _drive(
         if ended:
             return
         if stopping:
-            print(
+            signal_safe.say(
                 f"tuner: already stopping: running training jobs get up to {grace:g} s "
-                "(grace_period) to end, then SIGKILL",
-                file=sys.stderr,
+                "(grace_period) to end, then SIGKILL"
             )
             return
         stopping.append(signum)
@@ -313,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         jobs stopped, the arm Stopped "interrupted"; the next ``tuner compare`` resumes it);
         later ones only say so: leaving then would orphan the jobs."""
         if stopping:
-            print("tuner: already stopping the running training jobs", file=sys.stderr)
+            signal_safe.say("tuner: already stopping the running training jobs")
             return
         stopping.append(signum)
         raise KeyboardInterrupt

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tuner import signal_safe
 from tuner.analytics import TuningJobAnalytics
 from tuner.client import REQUEST_TIMEOUT, ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition, check_working_directory
@@ -552,12 +553,13 @@ class HyperparameterTuner:
         return ProgressBar(d.max_jobs, d.objective_metric_name, d.maximize, progress)
 
     def interrupt(self) -> None:
-        """Stop a tuning job this process runs, from a signal handler (it touches nothing but
-        an event): running training jobs are stopped and the tuning job ends as Stopped."""
+        """Stop a tuning job this process runs, from a signal handler (it takes no lock:
+        ``tuner.signal_safe``): running training jobs are stopped and the tuning job ends as
+        Stopped."""
         self._signalled = True  # for a scheduler made after this (during start-up)
         if self._scheduler is not None:
             self._scheduler.stop_reason = SIGNALLED
-        self._stop.set()
+        signal_safe.set_event(self._stop)
 
     def stop(self) -> dict[str, Any]:
         """Stop the tuning job: running training jobs are stopped, none is started."""
