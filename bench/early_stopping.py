@@ -741,7 +741,9 @@ def main() -> None:
     )
     parser.add_argument("--eta", type=int, default=3, help="Hyperband's reduction factor")
     parser.add_argument("--brackets", type=int, help="Hyperband's brackets (default: all)")
-    parser.add_argument("--cache", metavar="DIR", help="keep learning curves in files here")
+    parser.add_argument(
+        "--cache", metavar="DIR", help="keep learning curves in files here (made if missing)"
+    )
     parser.add_argument(
         "--fidelity", type=int, metavar="N", help="rank agreement of rungs with R on N configs"
     )
@@ -758,6 +760,8 @@ def main() -> None:
         f"brackets = {args.brackets or 'all'}, {args.parallel} jobs at once, "
         f"B = {args.full_jobs} full jobs, horizon {args.horizon} B"
     )
+    if args.cache:  # made now: a missing folder failed the first save, a seed's work lost
+        os.makedirs(args.cache, exist_ok=True)
     with threadpool_limits(1):
         for name in args.problems:
             problem = PROBLEMS[name]()
