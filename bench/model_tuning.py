@@ -1,9 +1,11 @@
 """Optimizer quality on real model tuning: scikit-learn models, 3-fold CV, bundled datasets.
 
 Each problem tunes one scikit-learn model on a dataset shipped with scikit-learn (nothing is
-downloaded) over a mixed space: continuous and log ranges, integers, booleans and categorical
-choices. The loss is 1 - mean 3-fold CV accuracy (classifiers) or 1 - mean 3-fold CV R^2
-(regressors), minimized. The CV split and the model's ``random_state`` are fixed and training
+downloaded), most over a mixed space: continuous and log ranges, integers, booleans and
+categorical choices; three over continuous ranges only (the canonical SGD space among them),
+where the Bayesian strategy's native engine takes more of its steps in its trust region. The
+loss is 1 - mean 3-fold CV accuracy (classifiers) or 1 - mean 3-fold CV R^2 (regressors),
+minimized. The CV split and the model's ``random_state`` are fixed and training
 uses one BLAS thread, so a loss is a deterministic function of the configuration; it is cached
 per configuration (contenders and seeds that meet a configuration again reuse it).
 
@@ -265,6 +267,43 @@ def _boosting(c: Config) -> Any:
     )
 
 
+def _sgd_mlp(c: Config) -> Any:
+    from sklearn.neural_network import MLPClassifier
+
+    return _scaled(
+        MLPClassifier(
+            hidden_layer_sizes=(32,),
+            solver="sgd",
+            learning_rate_init=c["learning_rate"],
+            momentum=c["momentum"],
+            alpha=c["wd"],
+            max_iter=5,
+            batch_size=32,
+            random_state=0,
+        )
+    )
+
+
+def _rbf_svm(c: Config) -> Any:
+    from sklearn.svm import SVC
+
+    return _scaled(SVC(C=c["C"], gamma=c["gamma"], max_iter=20000))
+
+
+def _boosting_continuous(c: Config) -> Any:
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    return GradientBoostingRegressor(
+        n_estimators=15,
+        max_depth=3,
+        learning_rate=c["learning_rate"],
+        subsample=c["subsample"],
+        max_features=c["max_features"],
+        min_weight_fraction_leaf=c["min_weight_fraction_leaf"],
+        random_state=0,
+    )
+
+
 TREE_SPACE = [
     integer("max_depth", 1, 30),
     integer("min_samples_leaf", 1, 60),
@@ -388,6 +427,40 @@ PROBLEMS = {
                 cat("max_features", 1.0, "sqrt"),
             ],
             _boosting,
+            dataset("diabetes"),
+            False,
+        ),
+        Problem(
+            "sgd-mlp-digits",
+            "one-layer MLP trained by SGD for 5 epochs, digits: learning rate, momentum, weight "
+            "decay (the canonical space, all continuous); flat: runs that diverge or hardly move",
+            [
+                real("learning_rate", 1e-4, 1.0, log=True),
+                real("momentum", 0.0, 0.99),
+                real("wd", 1e-6, 1.0, log=True),
+            ],
+            _sgd_mlp,
+            dataset("digits"),
+            True,
+        ),
+        Problem(
+            "rbf-svm-cancer",
+            "RBF SVC, breast cancer, all continuous; flat: large gamma gives the majority class",
+            [real("C", 1e-3, 1e3, log=True), real("gamma", 1e-5, 10.0, log=True)],
+            _rbf_svm,
+            dataset("breast_cancer"),
+            True,
+        ),
+        Problem(
+            "boosting-diabetes-continuous",
+            "gradient boosting (15 trees of depth 3), diabetes, all continuous; flat: heavy leaves",
+            [
+                real("learning_rate", 1e-3, 1.0, log=True),
+                real("subsample", 0.3, 1.0),
+                real("max_features", 0.1, 1.0),
+                real("min_weight_fraction_leaf", 0.0, 0.5),
+            ],
+            _boosting_continuous,
             dataset("diabetes"),
             False,
         ),

@@ -174,6 +174,33 @@ def test_pending_points_are_told_the_best_loss_or_in_the_trust_region_their_mean
         assert y_busy[-1] == pytest.approx(mean if in_region else y.min())
 
 
+@pytest.mark.parametrize(
+    ("snap", "local"),
+    [(None, [False, True, True] * 2), (lambda x: np.round(x, 1), [False, True] * 3)],
+    ids=["continuous", "snapped"],
+)
+def test_two_model_steps_of_three_are_local_where_every_range_is_continuous(
+    monkeypatch, snap, local
+):
+    """One of two where something is snapped: the extra trust-region steps refined Hartmann-6
+    but stalled on the flat plateaus of integer ranges (docs/benchmarks/optimizers.md)."""
+    search = _search(5, snap=snap)
+    for point in np.random.default_rng(5).random((12, 2)):
+        search.tell(point, _bowl(point))
+    steps = []
+    best_candidate = GPSearch._best_candidate
+
+    def spy(self, gp_, x, y, busy, in_region, beta, avoid):
+        steps.append(in_region)
+        return best_candidate(self, gp_, x, y, busy, in_region, beta, avoid)
+
+    monkeypatch.setattr(GPSearch, "_best_candidate", spy)
+    for _ in range(6):
+        (point,) = search.ask(1, [])
+        search.tell(point, _bowl(point))
+    assert steps == local
+
+
 def _edge_share(points, margin=0.02):
     points = np.asarray(points)
     return float(np.mean(np.minimum(points, 1 - points) < margin))
@@ -416,23 +443,24 @@ def test_a_run_caught_in_hartmann6_s_local_basin_restarts_and_finds_the_global_o
     assert _hartmann6_regret(seed) > 0.1
 
 
-@pytest.mark.parametrize("seed", [27, 34])
+@pytest.mark.parametrize("seed", [34])
 def test_the_converged_search_s_worst_results_speed_up_the_restarted_one(seed, monkeypatch):
     # A restarted search that models only its own results finds Hartmann-6's global basin on
-    # these seeds too late: still above the target after 100 evaluations (seeds 0-59 scanned:
-    # 27, 34, 46 and 57). The worst quarter of the first search's results keeps it from the
-    # regions already found empty.
+    # this seed too late: still above the target after 100 evaluations (seeds 0-59 scanned,
+    # two trust-region steps of three: 34 alone; it cost seed 40 a run). The worst quarter of
+    # the first search's results keeps it from the regions already found empty.
     assert _hartmann6_regret(seed) < PROBLEMS["hartmann6"].target
     monkeypatch.setattr(gp, "RESTART_KEEP_WORSE", 1.0)  # nothing above the maximum: none kept
     assert _hartmann6_regret(seed) > PROBLEMS["hartmann6"].target
 
 
-@pytest.mark.parametrize("seed", [2, 25])
+@pytest.mark.parametrize("seed", [29, 57])
 def test_a_restarted_search_kept_out_of_the_basin_it_left_finds_hartmann6_s_global_one(
     seed, monkeypatch
 ):
     # Without the basin avoided, these seeds' restarted searches fall back into the 0.12 basin
-    # (seeds 0-59 scanned: these two of 60; on none of the 60 did the avoided basin cost a run).
+    # (seeds 0-59 scanned, two trust-region steps of three: these and 34, which needs the worst
+    # quarter too; on none of the 60 did the avoided basin cost a run).
     assert _hartmann6_regret(seed) < PROBLEMS["hartmann6"].target
     monkeypatch.setattr(gp, "BASIN_RADIUS", 0.0)  # no point lies within radius 0
     assert _hartmann6_regret(seed) > 0.1
