@@ -146,6 +146,26 @@ def test_max_tuning_runtime_completes_the_tuning_job_and_stops_running_jobs(tmp_
         assert not runs.exists() or not any(alive(int(p)) for p in runs.read_text().split())
 
 
+def test_an_interrupt_stops_the_run_before_its_stop_event_is_set(tmp_path, sqlite_url, monkeypatch):
+    """CI: the signal handler's event is set a moment later, from another thread
+    (tuner.signal_safe); meanwhile the loop launched both jobs of an interrupted run."""
+    from tuner import signal_safe
+    from tuner.scheduler import SIGNALLED
+
+    tuner = make_tuner(tmp_path, sqlite_url, max_jobs=2)
+    definition = tuner.definition.model_copy(update={"name": "cut"})
+    store = Store(sqlite_url)
+    store.create_tuning_job("cut", definition.to_json())
+    scheduler = Scheduler(definition, "cut", store)
+    later: list[threading.Event] = []
+    monkeypatch.setattr(signal_safe, "set_event", later.append)  # that thread has not run yet
+    scheduler.interrupt()
+    record = scheduler.run()
+    assert later == [scheduler.stop_event] and not scheduler.stop_event.is_set()
+    assert (record.status, record.status_reason) == (TuningStatus.STOPPED, SIGNALLED)
+    assert store.list_training_jobs("cut") == []
+
+
 def test_max_tuning_runtime_counts_from_creation_across_a_resume(tmp_path, sqlite_url):
     """A tuning job resumed after its time ran out ends at once, starting nothing."""
     tuner = make_tuner(tmp_path, sqlite_url, max_jobs=4, max_tuning_runtime=0.5)

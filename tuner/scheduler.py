@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner import signal_safe
 from tuner.artifacts import ArtifactUploader, BackgroundUploads
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LaunchError, LauncherUnavailable, LeaseLost, StoreUnavailable
@@ -223,6 +224,7 @@ class Scheduler:
         self.on_event = on_event
         self.stop_event = stop_event or threading.Event()
         self.stop_reason = "stopped on request"  # recorded when stop_event ends the run
+        self.interrupted = False  # interrupt() was called: stop as if stop_event were set
         self.poll_interval = poll_interval
         self.owner = owner
         self.lease_seconds = lease_seconds
@@ -412,8 +414,16 @@ class Scheduler:
         except Exception:  # the store fails too: not known to be lost
             return False
 
+    def interrupt(self) -> None:
+        """End the run as interrupted (``SIGNALLED``) at its next check, from a signal handler:
+        plain attribute writes, and ``stop_event`` set by ``tuner.signal_safe`` (which sets it
+        a moment later, from another thread) only to end the loop's wait."""
+        self.stop_reason = SIGNALLED
+        self.interrupted = True
+        signal_safe.set_event(self.stop_event)
+
     def _stop_requested(self) -> bool:
-        if self.stop_event.is_set():
+        if self.interrupted or self.stop_event.is_set():
             return True
         now = time.monotonic()
         if now - self._last_stop_check >= STOP_CHECK_INTERVAL:

@@ -464,7 +464,7 @@ class HyperparameterTuner:
         (a signal during start-up) ends it as interrupted too, not as stopped on request."""
         self._scheduler = scheduler
         if self._signalled:
-            scheduler.stop_reason = SIGNALLED
+            scheduler.interrupt()
 
     def _exists(self, name: str) -> bool:
         try:
@@ -558,7 +558,7 @@ class HyperparameterTuner:
         Stopped."""
         self._signalled = True  # for a scheduler made after this (during start-up)
         if self._scheduler is not None:
-            self._scheduler.stop_reason = SIGNALLED
+            self._scheduler.interrupt()
         signal_safe.set_event(self._stop)
 
     def stop(self) -> dict[str, Any]:
