@@ -20,7 +20,6 @@ import signal
 import threading
 from typing import Any, BinaryIO
 
-from tuner import signal_safe
 from tuner.definition import TuningJobDefinition
 from tuner.errors import LauncherUnavailable, StoreUnavailable, TunerError
 from tuner.owners import process_owner
@@ -71,7 +70,9 @@ def main(task: dict[str, Any] | None, told: BinaryIO) -> int:
     # answered now (and the training jobs it starts get them unblocked)
     numbers = {signal.SIGINT, signal.SIGTERM}
     for number in numbers:
-        signal.signal(number, lambda *_: signal_safe.set_event(detach))
+        # set here, not by tuner.signal_safe's thread (a moment later: a worker signalled
+        # during start-up could launch first): this thread never holds detach's lock
+        signal.signal(number, lambda *_: detach.set())
     signal.pthread_sigmask(signal.SIG_UNBLOCK, numbers)
     if task is None:
         return 0
