@@ -558,8 +558,9 @@ class HyperparameterTuner:
         Stopped."""
         self._signalled = True  # for a scheduler made after this (during start-up)
         if self._scheduler is not None:
-            self._scheduler.interrupt()
-        signal_safe.set_event(self._stop)
+            self._scheduler.interrupt()  # which sets its stop_event, self._stop
+        else:
+            signal_safe.set_event(self._stop)
 
     def stop(self) -> dict[str, Any]:
         """Stop the tuning job: running training jobs are stopped, none is started."""
