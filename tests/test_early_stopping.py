@@ -134,6 +134,37 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
     assert f"  early stopping: Auto, {len(stopped)} stopped early\n" in summary(tuner)
 
 
+def test_a_value_printed_in_the_grace_period_is_stored_but_not_the_objective(tmp_path, sqlite_url):
+    # each job prints accuracy 0.999999 when SIGTERM comes: the stopped jobs' objective stays
+    # their value at the step the rule judged, as the reason says, however fast they ended
+    definition = job(tmp_path, epochs=15)
+    definition["static_hyperparameters"]["term_value"] = 0.999999
+    tuner = HyperparameterTuner(
+        definition,
+        "accuracy",
+        RANGES,
+        METRICS,
+        strategy="Random",
+        random_seed=0,
+        max_jobs=8,
+        max_parallel_jobs=1,
+        early_stopping_type="Auto",
+        early_stopping_options={"min_jobs": 3, "warmup_steps": 1},
+        storage=sqlite_url,
+    )
+    tuner.fit()
+    jobs = tuner.training_jobs()
+    stopped = check_median_outcome(jobs, epochs=15)  # objective: x, the value at the step
+    store = Store(sqlite_url)
+    for j in jobs:
+        values = [p.value for p in store.metric_points(j.name, "accuracy")]
+        if j.name in stopped:
+            assert values[-1] == pytest.approx(0.999999)  # stored: nothing read is lost
+            assert values[stopped[j.name] - 1] == pytest.approx(j.objective)
+        else:
+            assert 0.999999 not in values
+
+
 class RecordingRandom(RandomStrategy):
     """Random search that remembers what it was told."""
 

@@ -77,8 +77,8 @@ class TuningJobAnalytics:
                 {c: job.hyperparameters.get(p) for p, c in zip(self.parameters, hyper, strict=True)}
             )
             # SageMaker's FinalObjectiveValue: only an objective that counts, a completed job's
-            # or one stopped early (its last value, as SageMaker's); a failed or interrupted
-            # job's last value stays in the store and the REST records, not here
+            # or one stopped early (its value at the step it was stopped at); a failed or
+            # interrupted job's last value stays in the store and the REST records, not here
             counts = job.status is TrainingStatus.COMPLETED or stopped_early(job)
             row["FinalObjectiveValue"] = job.objective if counts else None
             row["ObjectiveMetricName"] = self.objective_metric_name

@@ -34,8 +34,9 @@ Guarantees:
 - Early stopping (``early_stopping_type="Auto"`` or Hyperband's rungs, ``tuner.stopping``): each
   value of the objective metric a running job reports is step k of that job and is shown to the
   stopping rule; a job the rule stops gets the launcher's stop (SIGTERM, then the grace
-  period) and ends Stopped with reason ``early stopping at step k`` and its last reported value
-  as objective. It counts towards ``max_jobs``, not ``max_failed_jobs``; the strategy is told
+  period) and ends Stopped with reason ``early stopping at step k`` and its value at step k
+  as objective (values it prints in its grace period are stored, not made its objective). It
+  counts towards ``max_jobs``, not ``max_failed_jobs``; the strategy is told
   ``tuner.stopping.told_value``. On resume the rule is rebuilt from the stored points in the
   order they were read, so no job is judged twice; a job it had stopped is recorded as such,
   never run again.
@@ -674,7 +675,10 @@ class Scheduler:
             outcome = TrainingStatus.FAILED
             reason = f"objective metric {d.objective_metric_name!r} is {objective}"
         if outcome is not TrainingStatus.COMPLETED:  # any job that did not complete keeps its
-            objective = final_objective(run.points, d.objective_metric_name)  # last value
+            points = (
+                run.points if run.early_stop is None else self._judged(run.job.name, run.points)
+            )
+            objective = final_objective(points, d.objective_metric_name)  # last value
         began_at = status.began_at
         if began_at is None and run.recovered and exit_code is not None:
             began_at = run.job.started_at  # it ended before it was found: it began when started
@@ -683,6 +687,14 @@ class Scheduler:
         )
         self._upload(ended)
         self._record_end(ended, run.config)
+
+    def _judged(self, name: str, points: list[MetricPoint]) -> list[MetricPoint]:
+        """A job's objective values up to the step its early stop was decided at (all of them
+        when it was not stopped early): values it printed after that, in its grace period, are
+        stored but do not make its objective, which so depends only on the reports the rule
+        judged, never on how fast the process ended."""
+        step = self.stopping.decided_at(name) if self.stopping is not None else None
+        return points if step is None else points[:step]
 
     def _run_again(self, name: str, config: Config, reason: str, **end: Any) -> None:
         """Record a job whose configuration runs again without using up ``max_jobs`` (a start
@@ -893,7 +905,9 @@ class Scheduler:
             ended = self.store.finish_training_job(
                 job.name,
                 TrainingStatus.STOPPED,
-                final_objective(points, self.definition.objective_metric_name),
+                final_objective(
+                    self._judged(job.name, points), self.definition.objective_metric_name
+                ),
                 decided,
             )
             self._record_end(ended, job.hyperparameters)

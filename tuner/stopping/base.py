@@ -11,7 +11,8 @@ Contract every rule keeps:
   they were parsed rebuilds the same state and the same decisions (resume after a crash never
   stops or promotes anything twice).
 - ``report`` is called at most once per (job, step) and returns a reason at most once per job;
-  ``decided(job)`` gives that reason afterwards. ``forget(job)`` drops a job's values (a job
+  ``decided(job)`` gives that reason afterwards and ``decided_at(job)`` the step it was decided
+  at (the stopped job's objective is its value there). ``forget(job)`` drops a job's values (a job
   interrupted from outside, whose configuration runs again).
 - Values are in the user's direction; rules compare in minimization form.
 """
@@ -29,7 +30,7 @@ class StoppingRule(ABC):
 
     def __init__(self, maximize: bool) -> None:
         self.maximize = maximize
-        self._decided: dict[str, str] = {}
+        self._decided: dict[str, tuple[str, int]] = {}  # job -> (reason, step)
 
     def report(self, job: str, number: int, config: Config, step: int, value: float) -> str | None:
         """The reason to stop ``job`` at ``step`` (``value`` reported there), or None."""
@@ -40,12 +41,18 @@ class StoppingRule(ABC):
             loss = math.inf
         reason = self._judge(job, number, config, step, loss)
         if reason is not None:
-            self._decided[job] = reason
+            self._decided[job] = (reason, step)
         return reason
 
     def decided(self, job: str) -> str | None:
         """The reason ``job`` was (or is to be) stopped, or None."""
-        return self._decided.get(job)
+        decision = self._decided.get(job)
+        return None if decision is None else decision[0]
+
+    def decided_at(self, job: str) -> int | None:
+        """The step at which ``job`` was (or is to be) stopped, or None."""
+        decision = self._decided.get(job)
+        return None if decision is None else decision[1]
 
     def forget(self, job: str) -> None:
         """Drop what ``job`` reported: it was interrupted from outside and its configuration
