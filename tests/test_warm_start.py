@@ -134,11 +134,21 @@ def test_grid_skips_the_configurations_an_identical_parent_ran(tmp_path):
     assert "exhausted before any training job ran" in grandchild.describe()["status_reason"]
 
 
-def test_transfer_learning_runs_the_parents_best_mapped_configurations_first(tmp_path):
+@pytest.mark.parametrize(
+    ("strategy", "options", "priors"),
+    [("Random", {}, 0), ("TPE", {}, 0), ("Bayesian", {"engine": "skopt"}, 0), ("Bayesian", {}, 8)],
+)
+def test_transfer_learning_runs_the_parents_best_mapped_configurations_first(
+    tmp_path, strategy, options, priors
+):
+    # only a strategy that models a prior keeps one (the native Bayesian engine); describe
+    # counted 8 prior observations for Random, which reads none (QA)
     parent = run(tmp_path, "parent", max_jobs=8)
     child = run(
         tmp_path,
         "child",
+        strategy=strategy,
+        strategy_options=options,
         job_definition={
             "command": fake_command(),
             "static_hyperparameters": {"epochs": 3},  # static hyperparameters may differ
@@ -163,14 +173,15 @@ def test_transfer_learning_runs_the_parents_best_mapped_configurations_first(tmp
     d = child.describe()
     assert d["warm_start"]["first_suggestions"] == len(first)
     assert d["warm_start"]["observations"] == 0  # nothing of another problem taken as exact
-    assert d["warm_start"]["prior_observations"] == 8
+    assert d["warm_start"]["prior_observations"] == priors
     from tuner.reports import build
     from tuner.reports.render import tables
 
     report = build(child.store, ["parent", "child"])
     assert [w["run"] for w in report["warm_starts"]] == ["child"]
     _, rows = dict(tables(report))["Warm start"]
-    assert rows == [["child", "TransferLearning", "parent (8 of 8)", "0", str(len(first)), "8"]]
+    row = ["child", "TransferLearning", "parent (8 of 8)", "0", str(len(first)), str(priors)]
+    assert rows == [row]
     assert len(child.training_jobs()) == 5
 
 

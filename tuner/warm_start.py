@@ -31,7 +31,8 @@ What the child takes (only parents' training jobs whose objective Succeeded):
   measures them itself. Every mapped result is also a ``prior`` that a strategy may model
   apart from its own results (the native Bayesian engine: scaled on their own, left out once
   the child has enough results of its own), so nothing of the other problem is taken as
-  exact.
+  exact; for a strategy that models no prior (``Strategy.models_prior``: Random, TPE, the
+  other Bayesian engines) none is kept, and ``describe`` counts 0 prior observations.
 
 Parents' jobs never count towards the child's ``max_jobs``, ``max_jobs_without_improvement``
 or best training job; ``describe`` names the parents and how many observations came from each.
@@ -57,6 +58,7 @@ from tuner.parameters import (
 )
 from tuner.records import ObjectiveStatus
 from tuner.space import Config, SearchSpace
+from tuner.strategies import strategy_class
 
 if TYPE_CHECKING:
     from tuner.definition import TuningJobDefinition
@@ -200,7 +202,10 @@ def resolve(store: Store, definition: TuningJobDefinition) -> WarmStart | None:
             "warm_start_config.parents: at least one parent needs a training job whose "
             f"objective succeeded, got none in {config.parents}"
         )
-    return take(config.type, definition.space(), definition.maximize, results)
+    warm = take(config.type, definition.space(), definition.maximize, results)
+    if not strategy_class(definition.strategy).models_prior(definition.strategy_arguments()):
+        warm.prior = []  # nothing would read it: kept, describe would count it as used
+    return warm
 
 
 @dataclass

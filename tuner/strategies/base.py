@@ -16,7 +16,8 @@ Contract:
   strategy fits them and no strategy suggests one of them again; ``first`` configurations
   (TransferLearning) are suggested before the strategy's own, skipping any already asked or
   told; ``prior`` results (TransferLearning: a related problem's) are ignored by default, and a
-  strategy that can use them without taking them as its own results says how (Bayesian).
+  strategy that can use them without taking them as its own results says how (Bayesian) and
+  says so in ``models_prior`` (a warm start keeps no prior for one that does not).
   ``warm_start_types`` lists the types a strategy takes (the definition refuses others, with
   ``warm_start_refusal`` saying why).
 
@@ -47,6 +48,11 @@ class Strategy(ABC):
     name: ClassVar[str]
     warm_start_types: ClassVar[tuple[str, ...]] = ("IdenticalDataAndAlgorithm", "TransferLearning")
     warm_start_refusal: ClassVar[str] = ""
+
+    @classmethod
+    def models_prior(cls, options: dict[str, Any]) -> bool:
+        """Whether the strategy built with ``options`` models ``prior`` results (``_prior``)."""
+        return False
 
     def __init__(self, space: SearchSpace, maximize: bool = True, seed: int | None = None) -> None:
         self.space = space

@@ -230,6 +230,11 @@ class BayesianStrategy(Strategy):
             self._native.exploit_next = WARM_EXPLOIT
             self._native.inherited = len(self._native.y)
 
+    @classmethod
+    def models_prior(cls, options: dict[str, Any]) -> bool:
+        """Only the native engine models a prior (``_prior``)."""
+        return options.get("engine", "native") == "native"
+
     def _prior(self, config: Config, loss: float) -> None:
         """TransferLearning parents' results: the native engine models them as a prior (scaled
         apart from its own results, ``gp.py``); the other engines ignore them."""
