@@ -254,7 +254,7 @@ def check_hyperband_outcome(store: Store, name: str, max_jobs: int) -> None:
             assert j.status is TrainingStatus.STOPPED
             assert stopped_step(j) == decided[j.name] and decided[j.name] in (1, 3)
             values = [p.value for p in store.metric_points(j.name, "accuracy")]
-            assert j.objective == values[-1]
+            assert j.objective == values[decided[j.name] - 1]  # its value at the rung
         else:
             assert j.status is TrainingStatus.COMPLETED
             assert len(store.metric_points(j.name, "accuracy")) == 9  # max_resource epochs
