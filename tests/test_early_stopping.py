@@ -92,13 +92,11 @@ def check_median_outcome(jobs, epochs: int) -> dict[str, int]:
     return expected
 
 
-def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_path, sqlite_url):
-    # stops come at step 2 or 3, SIGTERM up to ~0.7 s later (a stop decided on two lines read
-    # at once waits 0.5 s); 15 steps of 0.1 s, not 12, leave a loaded machine 0.3 s more
-    # before a job to stop ends by itself (then Completed)
-    epochs = 15
+def run_under_the_median_rule(definition: dict, storage: str) -> HyperparameterTuner:
+    """8 Random jobs of ``definition``, one at a time, under the median rule (warm-up 1 step,
+    3 jobs), run to the end."""
     tuner = HyperparameterTuner(
-        job(tmp_path, epochs=epochs),
+        definition,
         "accuracy",
         RANGES,
         METRICS,
@@ -109,9 +107,18 @@ def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_pa
         max_failed_jobs=1,
         early_stopping_type="Auto",
         early_stopping_options={"min_jobs": 3, "warmup_steps": 1},
-        storage=sqlite_url,
+        storage=storage,
     )
     tuner.fit()
+    return tuner
+
+
+def test_median_rule_stops_jobs_below_the_median_and_ends_their_processes(tmp_path, sqlite_url):
+    # stops come at step 2 or 3, SIGTERM up to ~0.7 s later (a stop decided on two lines read
+    # at once waits 0.5 s); 15 steps of 0.1 s, not 12, leave a loaded machine 0.3 s more
+    # before a job to stop ends by itself (then Completed)
+    epochs = 15
+    tuner = run_under_the_median_rule(job(tmp_path, epochs=epochs), sqlite_url)
     jobs = tuner.training_jobs()
     assert len(jobs) == 8  # stopped jobs count towards max_jobs, not max_failed_jobs
     stopped = check_median_outcome(jobs, epochs=epochs)
@@ -139,21 +146,7 @@ def test_a_value_printed_in_the_grace_period_is_stored_but_not_the_objective(tmp
     # their value at the step the rule judged, as the reason says, however fast they ended
     definition = job(tmp_path, epochs=15)
     definition["static_hyperparameters"]["term_value"] = 0.999999
-    tuner = HyperparameterTuner(
-        definition,
-        "accuracy",
-        RANGES,
-        METRICS,
-        strategy="Random",
-        random_seed=0,
-        max_jobs=8,
-        max_parallel_jobs=1,
-        early_stopping_type="Auto",
-        early_stopping_options={"min_jobs": 3, "warmup_steps": 1},
-        storage=sqlite_url,
-    )
-    tuner.fit()
-    jobs = tuner.training_jobs()
+    jobs = run_under_the_median_rule(definition, sqlite_url).training_jobs()
     stopped = check_median_outcome(jobs, epochs=15)  # objective: x, the value at the step
     store = Store(sqlite_url)
     for j in jobs:
