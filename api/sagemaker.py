@@ -32,6 +32,7 @@ from typing import Any
 
 from tuner.choices import canonical
 from tuner.errors import ValidationError
+from tuner.parameters import ScalingType
 from tuner.strategies import STRATEGIES
 
 SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
@@ -157,6 +158,9 @@ def _number(value: Any, where: str, kind: type = float) -> Any:
         raise ValidationError(f"{where} must be a finite number, got {value!r:.80}") from None
 
 
+SCALING_TYPES = [s.value for s in ScalingType]
+
+
 def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(ranges, Mapping):
         raise ValidationError(f"ParameterRanges must be an object, got {ranges!r}")
@@ -181,7 +185,9 @@ def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
                 "type": kind,
                 "min_value": _number(_get(item, "MinValue"), f"{where}.MinValue", cast),
                 "max_value": _number(_get(item, "MaxValue"), f"{where}.MaxValue", cast),
-                "scaling_type": item.get("ScalingType", "Auto"),
+                "scaling_type": _exact(
+                    item.get("ScalingType", "Auto"), SCALING_TYPES, f"{where}.ScalingType"
+                ),
             }
     categorical = ranges.get("CategoricalParameterRanges") or []
     if not isinstance(categorical, list):

@@ -70,6 +70,21 @@ def test_continuous_round_trip_and_ends(param):
         assert param.to_unit(param.from_unit(u)) == pytest.approx(u, abs=1e-9)
 
 
+def test_a_range_type_and_scaling_are_matched_without_regard_to_case():
+    """The one rule of every choice field of a definition (``maximize`` is ``Maximize``)."""
+    spec = {"type": "Continuous", "min_value": 1e-3, "max_value": 1, "scaling_type": "logarithmic"}
+    assert parameter_from_dict(spec).to_dict() == {
+        "type": "continuous",
+        "min_value": 1e-3,
+        "max_value": 1,
+        "scaling_type": "Logarithmic",
+    }
+    assert parameter_from_dict({"type": "CATEGORICAL", "values": ["a"]}).values == ("a",)
+    assert IntegerParameter(1, 8, "LINEAR").scaling_type is ScalingType.LINEAR
+    with pytest.raises(ValidationError, match="integer, categorical; got 'cont'"):
+        parameter_from_dict({"type": "cont", "min_value": 0, "max_value": 1})
+
+
 def test_log_scaling_is_uniform_in_log():
     p = ContinuousParameter(1e-4, 1.0, "Logarithmic")
     assert p.from_unit(0.5) == pytest.approx(1e-2)

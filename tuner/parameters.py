@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tuner.choices import canonical
 from tuner.errors import ValidationError
 
 AUTO_LOG_RATIO = 100.0
@@ -40,7 +41,7 @@ class ScalingType(StrEnum):
 
 def _scaling(value: str | ScalingType) -> ScalingType:
     try:
-        return ScalingType(value)
+        return ScalingType(canonical(value, list(ScalingType)))
     except ValueError:
         allowed = ", ".join(s.value for s in ScalingType)
         raise ValidationError(f"scaling_type must be one of {allowed}; got {value!r}") from None
@@ -389,12 +390,13 @@ KEYS = {
 def parameter_from_dict(spec: dict[str, Any]) -> Parameter:
     """Build a range from ``to_dict()`` output (or the equivalent YAML/JSON mapping).
 
+    ``type`` and ``scaling_type`` are matched without regard to case (``tuner.choices``).
     Raises ``ValidationError`` for an unknown type, a key its type does not have (a misspelt
     ``stepp`` or ``min_vaule`` is refused, naming the key, rather than ignored) or a bad value.
     """
     if not isinstance(spec, dict):
         raise ValidationError(f"a range must be a mapping with a 'type', got {spec!r:.80}")
-    kind = spec.get("type")
+    kind = canonical(spec.get("type"), KEYS)
     if kind not in KEYS:
         raise ValidationError(
             f"parameter type must be one of continuous, integer, categorical; got {kind!r}"

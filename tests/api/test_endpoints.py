@@ -780,6 +780,11 @@ def test_a_body_python_cannot_read_gets_a_400_saying_why(http, body, message):
         (["Strategy"], "BAYESIAN", "HyperParameterTuningJobConfig.Strategy"),
         (["HyperParameterTuningJobObjective", "Type"], "maximize", "Objective.Type"),
         (["TrainingJobEarlyStoppingType"], "auto", "TrainingJobEarlyStoppingType"),
+        (
+            ["ParameterRanges", "ContinuousParameterRanges", 0, "ScalingType"],
+            "linear",
+            "ParameterRanges.ContinuousParameterRanges[0].ScalingType",
+        ),
     ],
 )
 def test_a_sagemaker_request_is_held_to_sagemakers_case(path, value, where):
