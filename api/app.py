@@ -370,8 +370,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Create and start a tuning job from our definition (the YAML's content as JSON) or
         from SageMaker's CreateHyperParameterTuningJob request shape."""
         sagemaker = is_sagemaker_request(body)
+        data = from_sagemaker(body) if sagemaker else body  # refusals in the request's fields
         try:
-            data = from_sagemaker(body) if sagemaker else body
             record = service.submit(TuningJobDefinition.parse(data), store)  # 503 if down
         except ValidationError as exc:  # refused in the field names the client sent
             if not sagemaker:

@@ -95,9 +95,13 @@ def sagemaker_router(store: Store, service: TuningService, token: str) -> APIRou
 
     def _create(body: dict[str, Any], region: str) -> dict[str, Any]:
         try:
-            definition = TuningJobDefinition.parse(from_sagemaker(body))
+            data = from_sagemaker(body)
+        except ValidationError as exc:  # it names the request's own fields already
+            raise SageMakerError("ValidationException", shown(exc)) from None
+        try:
+            definition = TuningJobDefinition.parse(data)
             record = service.submit(definition, store)
-        except ValidationError as exc:
+        except ValidationError as exc:  # refused in our fields: renamed to the request's
             message = in_sagemaker_terms(shown(exc))
             taken = "tuning job names must be unique" in message
             code = "ResourceInUse" if taken else "ValidationException"

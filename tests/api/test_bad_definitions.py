@@ -533,6 +533,11 @@ SAGEMAKER_MISTAKES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]
         ),
         ["ParameterRanges.ContinuousParameterRanges[0].Scaling: SageMaker has no such field"],
     ),
+    (  # our own field names in a SageMaker request were "renamed" to the fields they mean
+        "our-job-name-field",
+        lambda r: r.update(name="x"),
+        ["name: SageMaker has no such field"],
+    ),
     (
         "misspelt-stopping-condition",
         lambda r: r["TrainingJobDefinition"].update(StoppingCondition={"MaxRuntimeInSecond": 9}),

@@ -276,6 +276,11 @@ def test_boto3_stops_a_tuning_job(server: Server) -> None:
             "ParameterRanges: x: MinValue < MaxValue must hold, got MinValue=2",
         ),
         (lambda r: r.update(HyperParameterTuningJobName=NAME), "ResourceInUse", f"'{NAME}'"),
+        (  # was "HyperParameterTuningJobName: SageMaker has no such field"
+            lambda r: r.update(name="x"),
+            "ValidationException",
+            "name: SageMaker has no such field",
+        ),
     ],
 )
 def test_create_gets_sagemakers_errors(server: Server, change: Any, code: str, words: str) -> None:
