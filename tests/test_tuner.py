@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import pandas as pd
 import pytest
 
-from tests.conftest import fake_command
+from tests.conftest import FAKE_TRAIN, fake_command
 from tuner import (
     CategoricalParameter,
     ContinuousParameter,
@@ -41,6 +42,17 @@ def tuner_args(tmp_path, **overrides):
     }
     args.update(overrides)
     return args
+
+
+def test_a_command_of_paths_and_tuples_runs_as_subprocess_would_take_it(tmp_path):
+    """``(sys.executable, HERE / "train.py")`` was refused: "Input should be a valid list" and
+    "Input should be a valid string, got PosixPath(...)"."""
+    job = {"command": (sys.executable, FAKE_TRAIN), "working_directory": tmp_path}
+    args = tuner_args(tmp_path, job_definition=job, metric_definitions=tuple(METRICS), max_jobs=2)
+    tuner = HyperparameterTuner(**args)
+    assert tuner.definition.job_definition.command == [sys.executable, str(FAKE_TRAIN)]
+    tuner.fit(progress=False)
+    assert [j.status.value for j in tuner.training_jobs()] == ["Completed", "Completed"]
 
 
 def test_max_jobs_left_out_is_ten_or_a_grids_whole_grid(tmp_path):

@@ -17,6 +17,7 @@ Scaling types:
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -284,15 +285,19 @@ class IntegerParameter:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with NumPy scalars (``np.int64(3)``, ``np.float32``, ``np.bool_``) made the
-    Python numbers they hold, containers walked: values computed with NumPy are accepted as
-    the numbers they are."""
+    """``value`` as the JSON-like data it stands for, containers walked: NumPy scalars
+    (``np.int64(3)``, ``np.float32``, ``np.bool_``) made the Python numbers they hold, paths
+    (``pathlib.Path``, any ``os.PathLike``) their text, tuples lists. What a Python caller
+    naturally passes (``command=(sys.executable, HERE / "train.py")``) is accepted as what it
+    is, as ``subprocess`` accepts it."""
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(plain(v) for v in value)
+        return [plain(v) for v in value]
     return value
 
 
