@@ -35,7 +35,7 @@ from tuner.errors import ValidationError
 from tuner.parameters import ScalingType
 from tuner.strategies import STRATEGIES
 
-SCALING = {"Auto", "Linear", "Logarithmic", "ReverseLogarithmic"}
+SCALING = [s.value for s in ScalingType]  # SageMaker's ScalingType values, as written
 # Static hyperparameters SageMaker reads Hyperband's resource from, in its order.
 RESOURCE_KEYS = ("epochs", "numepochs", "n-epochs", "n_epochs", "num_epochs")
 
@@ -158,9 +158,6 @@ def _number(value: Any, where: str, kind: type = float) -> Any:
         raise ValidationError(f"{where} must be a finite number, got {value!r:.80}") from None
 
 
-SCALING_TYPES = [s.value for s in ScalingType]
-
-
 def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(ranges, Mapping):
         raise ValidationError(f"ParameterRanges must be an object, got {ranges!r}")
@@ -186,7 +183,7 @@ def _ranges(ranges: Any) -> dict[str, dict[str, Any]]:
                 "min_value": _number(_get(item, "MinValue"), f"{where}.MinValue", cast),
                 "max_value": _number(_get(item, "MaxValue"), f"{where}.MaxValue", cast),
                 "scaling_type": _exact(
-                    item.get("ScalingType", "Auto"), SCALING_TYPES, f"{where}.ScalingType"
+                    item.get("ScalingType", "Auto"), SCALING, f"{where}.ScalingType"
                 ),
             }
     categorical = ranges.get("CategoricalParameterRanges") or []
