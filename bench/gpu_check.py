@@ -13,7 +13,10 @@ Steps, each a real process as a user would run it:
   (c) ``bench/gpu_packing.py``: 1, 2, 4 and 8 trials sharing one GPU (``gpus_per_job`` 1/N);
   (d) ``tuner compare``: Random against Bayesian, ResNet-34 trials compiled and sharing the GPU
       (``gpus_per_job: 0.25``, 4 at a time, 8 per arm), so later trials start from the compile
-      cache that the first ones wrote.
+      cache that the first ones wrote;
+  (e) early stopping on the GPU: a Hyperband tuning job of compiled trials sharing the GPU (judged
+      at epochs 1 and 2 of 4): every stopped trial ends ``Stopped`` at its rung, and no trainer,
+      compile worker or GPU context of any trial outlives the tuning job.
 It prints one table (check, figure, value, verdict) and exits 1 if any step or training job
 failed or any figure is missing; ``--json FILE`` writes the rows. The goals shown beside the
 figures are issue 12's (H100): 45,000 images/s compiled, later trials' compile under 15 s.
@@ -271,16 +274,19 @@ def check_packing(report: Report, at: Setting) -> None:
         )
 
 
-def comparison_spec(data: Path, at: Setting) -> dict[str, Any]:
+def comparison_spec(
+    data: Path, at: Setting, name: str = "gpu-check", epochs: int = 2
+) -> dict[str, Any]:
+    """Step (d)'s comparison (Random against Bayesian); step (e) replaces its arms."""
     gpu, folder = at.gpu, at.folder
-    static: dict[str, Any] = {"data_dir": str(data), "epochs": 2, "lr_schedule": "constant"}
+    static: dict[str, Any] = {"data_dir": str(data), "epochs": epochs, "lr_schedule": "constant"}
     static.update({"batch_size": 256} if gpu else {"batch_size": 8, "stem": "imagenet"})
     command = [sys.executable, "-m", "training_container.train"]
     if at.compile:  # a flag: it goes before the --name value pairs
         command.append("--compile")
     jobs, parallel = (8, 4) if gpu else (2, 2)
     return {
-        "name": "gpu-check",
+        "name": name,
         "seeds": [0],
         "objective_metric_name": "validation-accuracy",
         "objective_type": "Maximize",
@@ -302,10 +308,12 @@ def comparison_spec(data: Path, at: Setting) -> dict[str, Any]:
             "command": command,
             "static_hyperparameters": static,
             "working_directory": str(ROOT),
-            "output_path": str(folder / "runs"),
+            "output_path": str(folder / "runs" / name),
             "gpus": ["0"] if gpu else [],
             "gpus_per_job": 0.25 if gpu else 0,
-            "environment": {"PYTHONUNBUFFERED": "1"},
+            # The marker lets step (e) find every process of its trials, compile workers too.
+            "environment": {"PYTHONUNBUFFERED": "1", "GPU_CHECK_RUN": str(folder / name)},
+            "grace_period": 10,
         },
         "arms": [
             {
@@ -324,30 +332,25 @@ def comparison_spec(data: Path, at: Setting) -> dict[str, Any]:
     }
 
 
-def check_comparison(report: Report, at: Setting) -> None:
+def tuner_compare(spec: dict[str, Any], folder: Path) -> tuple[int, str, str]:
+    """``tuner compare`` of ``spec`` into ``folder``: (exit code, output, the store's URL)."""
     import yaml
 
+    name = spec["name"]
+    spec_file = folder / f"{name}.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    db = f"sqlite:///{folder / f'{name}.db'}"
+    argv = [sys.executable, "-m", "tuner", "--storage", db, "compare", str(spec_file)]
+    argv += ["--no-progress", "--report-dir", str(folder / f"{name}-report")]
+    code, text = run(argv, timeout=900)
+    return code, text, db
+
+
+def check_comparison(report: Report, at: Setting) -> None:
     from tuner.storage import Store
 
     gpu, folder = at.gpu, at.folder
-    data = cifar_data(at)
-    spec_file = folder / "compare.yaml"
-    spec_file.write_text(yaml.safe_dump(comparison_spec(data, at)))
-    db = f"sqlite:///{folder / 'compare.db'}"
-    tuner_cli = [sys.executable, "-m", "tuner"]
-    code, text = run(
-        [
-            *tuner_cli,
-            "--storage",
-            db,
-            "compare",
-            str(spec_file),
-            "--no-progress",
-            "--report-dir",
-            str(folder / "report"),
-        ],
-        timeout=900,
-    )
+    code, text, db = tuner_compare(comparison_spec(cifar_data(at), at), folder)
     name = "(d) tuner compare"
     store = Store(db)
     try:
@@ -361,9 +364,8 @@ def check_comparison(report: Report, at: Setting) -> None:
             note="; ".join(f"{j.name}: {j.failure_reason}" for j in failed[:3])
             or ("" if code == 0 else text[-300:]),
         )
-        report.add(
-            name, "report written", (folder / "report").exists(), ok=(folder / "report").exists()
-        )
+        written = (folder / "gpu-check-report").exists()
+        report.add(name, "report written", written, ok=written)
 
         def values(metric: str, first_wave: bool | None = None) -> list[float]:
             out = []
@@ -396,7 +398,115 @@ def check_comparison(report: Report, at: Setting) -> None:
         store.close()
 
 
-STEPS = {"a": check_throughput, "b": check_trainer, "c": check_packing, "d": check_comparison}
+def check_early_stopping(report: Report, at: Setting) -> None:
+    from tuner.storage import Store
+
+    epochs = 4 if at.gpu else 2
+    spec = comparison_spec(cifar_data(at), at, name="early-stopping", epochs=epochs)
+    spec["arms"] = [
+        {
+            "name": "hyperband",
+            "strategy": "Hyperband",
+            "max_jobs": 8 if at.gpu else 4,
+            "max_parallel_jobs": 4 if at.gpu else 2,
+            "strategy_config": {"min_resource": 1, "max_resource": epochs, "reduction_factor": 2},
+        }
+    ]
+    before = {line.split(",")[0] for line in gpu_contexts()} if at.gpu else set()
+    code, text, db = tuner_compare(spec, at.folder)
+    name = "(e) early stopping"
+    left = processes_marked(str(at.folder / "early-stopping"))
+    store = Store(db)
+    try:
+        jobs = [j for t in store.list_tuning_jobs() for j in store.list_training_jobs(t.name)]
+        ended = {"Completed", "Stopped"}
+        bad = [j for j in jobs if j.status.value not in ended]
+        report.add(
+            name,
+            "training jobs Completed or Stopped",
+            f"{len(jobs) - len(bad)}/{len(jobs)}",
+            ok=code == 0 and bool(jobs) and not bad,
+            note="; ".join(f"{j.name}: {j.status.value} {j.failure_reason}" for j in bad[:3])
+            or ("" if code == 0 else text[-300:]),
+        )
+        stopped = [j for j in jobs if j.status.value == "Stopped"]
+        rung = [j for j in stopped if (j.failure_reason or "").startswith("early stopping at")]
+        report.add(
+            name,
+            "stopped early at a rung",
+            len(rung),
+            ok=bool(rung) and len(rung) == len(stopped),
+            note=", ".join(sorted({str(j.failure_reason) for j in stopped})),
+        )
+        steps = sum(len(store.metric_points(j.name, "validation-accuracy")) for j in jobs)
+        full = len(jobs) * epochs
+        report.add(
+            name,
+            "epochs trained / full budget",
+            f"{steps}/{full}",
+            ok=0 < steps < full,
+            note=f"{1 - steps / full:.0%} of the epochs saved" if full else "",
+        )
+        report.add(
+            name,
+            "trial processes left",
+            len(left),
+            ok=not left,
+            note="; ".join(left[:3]),
+        )
+        if at.gpu:
+            contexts = [c for c in gpu_contexts() if c.split(",")[0] not in before]
+            report.add(
+                name,
+                "GPU contexts left",
+                len(contexts),
+                ok=not contexts,
+                note="; ".join(contexts[:3]),
+            )
+    finally:
+        store.close()
+
+
+def processes_marked(run: str) -> list[str]:
+    """'pid: command' of every live process whose environment holds ``GPU_CHECK_RUN=run``: a
+    trial's program and whatever it started (torch.compile's workers inherit the environment)."""
+    marker = f"GPU_CHECK_RUN={run}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        found.append(f"{proc.name}: {command[:120]}")
+    return found
+
+
+def gpu_contexts() -> list[str]:
+    """Processes holding a CUDA context, as nvidia-smi lists them ('pid, name, memory')."""
+    code, text = run(
+        [
+            "nvidia-smi",
+            "--query-compute-apps=pid,process_name,used_memory",
+            "--format=csv,noheader",
+        ],
+        timeout=60,
+    )
+    if code != 0:
+        return [f"nvidia-smi failed: {text[-200:]}"]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+STEPS = {
+    "a": check_throughput,
+    "b": check_trainer,
+    "c": check_packing,
+    "d": check_comparison,
+    "e": check_early_stopping,
+}
 
 
 def main() -> int:

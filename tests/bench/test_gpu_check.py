@@ -39,9 +39,14 @@ def test_the_gpu_check_runs_every_step_on_the_cpu_and_prints_one_table(tmp_path)
         ("(c) packing", "2 trial(s) on one GPU, images/s"),
         ("(d) tuner compare", "training jobs completed"),
         ("(d) tuner compare", "median start-up s per trial"),
+        ("(e) early stopping", "training jobs Completed or Stopped"),
+        ("(e) early stopping", "stopped early at a rung"),
+        ("(e) early stopping", "epochs trained / full budget"),
+        ("(e) early stopping", "trial processes left"),
     ]:
         assert expected in checks, expected
-    assert "(d) tuner compare  training jobs completed" in done.stdout  # the table itself
+    table = r"\(d\) tuner compare +training jobs completed +4/4 +ok"  # the table itself
+    assert re.search(table, done.stdout), done.stdout[-2000:]
 
 
 @pytest.mark.timeout(600)
@@ -75,6 +80,28 @@ def test_a_failing_step_makes_the_check_fail(tmp_path):
     assert report.ok
     report.missing("(c) packing", "total images/s", "trial 2 exited with code 1")
     assert not report.ok and report.rows[-1].note == "trial 2 exited with code 1"
+
+
+def test_processes_marked_finds_a_trials_descendants_by_their_environment(tmp_path):
+    """Step (e)'s orphan check: a process carrying the run's marker (as a trial's compile
+    workers inherit it) is found until it ends; another run's marker is not."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    run = str(tmp_path / "early-stopping")
+    env = {"PATH": "/usr/bin:/bin", "GPU_CHECK_RUN": run}
+    child = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        found = gpu_check.processes_marked(run)
+        assert [line.split(":")[0] for line in found] == [str(child.pid)]
+        assert "sleep 60" in found[0]
+        assert gpu_check.processes_marked(run + "-other") == []
+    finally:
+        child.kill()
+        child.wait()
+    assert gpu_check.processes_marked(run) == []
 
 
 def _names(words: str) -> set[str]:
