@@ -346,6 +346,28 @@ def tuner_compare(spec: dict[str, Any], folder: Path) -> tuple[int, str, str]:
     return code, text, db
 
 
+def add_jobs_row(
+    report: Report,
+    check: str,
+    figure: str,
+    jobs: list[Any],
+    allowed: set[str],
+    code: int,
+    text: str,
+) -> None:
+    """``figure``: how many of ``jobs`` ended in an ``allowed`` status; a failure unless all
+    did and ``tuner compare`` exited 0 (the note: the first three others, or its output)."""
+    bad = [j for j in jobs if j.status.value not in allowed]
+    report.add(
+        check,
+        figure,
+        f"{len(jobs) - len(bad)}/{len(jobs)}",
+        ok=code == 0 and bool(jobs) and not bad,
+        note="; ".join(f"{j.name}: {j.status.value} {j.failure_reason}" for j in bad[:3])
+        or ("" if code == 0 else text[-300:]),
+    )
+
+
 def check_comparison(report: Report, at: Setting) -> None:
     from tuner.storage import Store
 
@@ -355,15 +377,7 @@ def check_comparison(report: Report, at: Setting) -> None:
     store = Store(db)
     try:
         jobs = [j for t in store.list_tuning_jobs() for j in store.list_training_jobs(t.name)]
-        failed = [j for j in jobs if j.status.value != "Completed"]
-        report.add(
-            name,
-            "training jobs completed",
-            f"{len(jobs) - len(failed)}/{len(jobs)}",
-            ok=code == 0 and bool(jobs) and not failed,
-            note="; ".join(f"{j.name}: {j.failure_reason}" for j in failed[:3])
-            or ("" if code == 0 else text[-300:]),
-        )
+        add_jobs_row(report, name, "training jobs completed", jobs, {"Completed"}, code, text)
         written = (folder / "gpu-check-report").exists()
         report.add(name, "report written", written, ok=written)
 
@@ -420,15 +434,7 @@ def check_early_stopping(report: Report, at: Setting) -> None:
     try:
         jobs = [j for t in store.list_tuning_jobs() for j in store.list_training_jobs(t.name)]
         ended = {"Completed", "Stopped"}
-        bad = [j for j in jobs if j.status.value not in ended]
-        report.add(
-            name,
-            "training jobs Completed or Stopped",
-            f"{len(jobs) - len(bad)}/{len(jobs)}",
-            ok=code == 0 and bool(jobs) and not bad,
-            note="; ".join(f"{j.name}: {j.status.value} {j.failure_reason}" for j in bad[:3])
-            or ("" if code == 0 else text[-300:]),
-        )
+        add_jobs_row(report, name, "training jobs Completed or Stopped", jobs, ended, code, text)
         stopped = [j for j in jobs if j.status.value == "Stopped"]
         rung = [j for j in stopped if (j.failure_reason or "").startswith("early stopping at")]
         report.add(
@@ -447,24 +453,17 @@ def check_early_stopping(report: Report, at: Setting) -> None:
             ok=0 < steps < full,
             note=f"{1 - steps / full:.0%} of the epochs saved" if full else "",
         )
-        report.add(
-            name,
-            "trial processes left",
-            len(left),
-            ok=not left,
-            note="; ".join(left[:3]),
-        )
+        add_none_left(report, name, "trial processes left", left)
         if at.gpu:
             contexts = [c for c in gpu_contexts() if c.split(",")[0] not in before]
-            report.add(
-                name,
-                "GPU contexts left",
-                len(contexts),
-                ok=not contexts,
-                note="; ".join(contexts[:3]),
-            )
+            add_none_left(report, name, "GPU contexts left", contexts)
     finally:
         store.close()
+
+
+def add_none_left(report: Report, check: str, figure: str, found: list[str]) -> None:
+    """``figure``: how many were ``found``; a failure unless none (the note: the first three)."""
+    report.add(check, figure, len(found), ok=not found, note="; ".join(found[:3]))
 
 
 def processes_marked(run: str) -> list[str]:
