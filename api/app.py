@@ -515,10 +515,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         tags=["reports"],
         responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
     )
-    async def report(name: TuningName, format: Format = "json") -> Any:
+    async def report(name: TuningName, format: Format = "json", importance: bool = False) -> Any:
         """The tuning job's report (best-so-far curves, tables, objective against each
-        hyperparameter) as JSON or a self-contained HTML page."""
-        return await renders.respond(schemas.Report, _report, [name], format, f"Tuning job {name}")
+        hyperparameter) as JSON or a self-contained HTML page; ``importance=true`` adds each
+        arm's hyperparameter importance (fANOVA: up to a few seconds an arm)."""
+        title = f"Tuning job {name}"
+        return await renders.respond(schemas.Report, _report, [name], format, title, importance)
 
     @api.get(
         "/reports/compare",
@@ -529,16 +531,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def compare(
         names: Annotated[list[str], Query(min_length=1, max_length=20)],
         format: Format = "json",
+        importance: bool = False,
     ) -> Any:
         """Several tuning jobs side by side (``?names=a&names=b``), grouped into arms by their
-        ``arm`` tag; they must share one objective."""
+        ``arm`` tag; they must share one objective. ``importance=true`` as for one."""
         for n in names:
             if not re.fullmatch(TUNING_NAME, n):
                 raise HTTPException(400, f"names must match {TUNING_NAME}, got {n!r}")
-        return await renders.respond(schemas.Report, _report, names, format, "Comparison")
+        args = (names, format, "Comparison", importance)
+        return await renders.respond(schemas.Report, _report, *args)
 
-    def _report(names: list[str], format: str, title: str) -> Any:
-        data = build(store, names)
+    def _report(names: list[str], format: str, title: str, importance: bool) -> Any:
+        data = build(store, names, importance=importance)
         return HTMLResponse(render_html(data, title)) if format == "html" else data
 
     app.include_router(api)

@@ -124,6 +124,7 @@ class Report(BaseModel):
     reach: dict[str, dict[str, dict[str, Any]]]
     top: list[dict[str, Any]]
     points: list[dict[str, Any]]
+    importance: list[dict[str, Any]] = []  # per arm, when asked (?importance=true)
     failed_jobs: list[dict[str, Any]] = []
     warm_starts: list[dict[str, Any]] = []
     training_job_count: int = 0

@@ -163,6 +163,19 @@ def test_fit_describe_best_and_analytics(tmp_path):
     assert list(again["TrainingJobName"]) == list(frame["TrainingJobName"])
 
 
+def test_importance_names_the_hyperparameters_the_objective_depends_on(tmp_path):
+    """``tuner.importance()`` (fANOVA on the completed jobs, as the report's table): the fake
+    job's accuracy depends on x and y only."""
+    tuner = HyperparameterTuner(**tuner_args(tmp_path, max_jobs=16, max_parallel_jobs=4))
+    tuner.fit(progress=False)
+    found = tuner.importance()
+    shares = found["importance"]
+    assert (found["jobs"], found["of"], found["why"]) == (16, 16, None)
+    assert set(shares) == {"x", "y", "layers", "opt"}
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["x"] + shares["y"] > 0.8, shares
+
+
 def test_minimize_picks_the_lowest(tmp_path):
     metrics = [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}]
     tuner = HyperparameterTuner(

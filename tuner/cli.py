@@ -245,7 +245,7 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> in
     the report is; 1 when one of the tuning jobs Failed, else 0."""
     from tuner.reports import arm_table, build, headline, write_report
 
-    data = build(store, names)
+    data = build(store, names, importance=True)
     paths = write_report(data, folder, title)
     head, rows = arm_table(data)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]

@@ -94,6 +94,12 @@ class ServiceClient:
         columns = self._call("GET", _path(name, "trials"))["columns"]
         return dict(zip(columns["name"], columns["steps"], strict=True))
 
+    def importance(self, name: str) -> dict[str, Any]:
+        """The hyperparameter importance of tuning job ``name`` (its report's one arm)."""
+        report = self._call("GET", _path(name, "report"), params={"importance": "true"})
+        row: dict[str, Any] = report["importance"][0]
+        return {k: v for k, v in row.items() if k != "arm"}
+
     def step_agreement(self, name: str, eta: int) -> dict[str, Any]:
         """The service's ``tuner fidelity`` report of tuning job ``name``."""
         result: dict[str, Any] = self._call("GET", _path(name, "fidelity"), params={"eta": eta})

@@ -701,6 +701,18 @@ class HyperparameterTuner:
             list(self.definition.hyperparameter_ranges), metric, self.training_jobs, steps
         )
 
+    def importance(self) -> dict[str, Any]:
+        """Each tuned hyperparameter's share of the objective's variation over the completed
+        jobs (fANOVA, ``tuner.reports.importance``): ``{"importance": {name: share} | None,
+        "why", "jobs", "of"}``; from the store or the service."""
+        name = self._require_name()
+        if self.client is not None:
+            return self.client.importance(name)
+        from tuner.reports import build  # loads matplotlib and Optuna: only here
+
+        row: dict[str, Any] = build(self.store, [name], importance=True)["importance"][0]
+        return {k: v for k, v in row.items() if k != "arm"}
+
     def step_agreement(self, eta: int = 3) -> dict[str, Any]:
         """How well each step of the objective ranks the completed jobs' final objectives, and
         the ``min_resource`` that suggests (``tuner.fidelity``; from the store or the service)."""

@@ -79,6 +79,19 @@ def test_create_watch_and_inspect_a_tuning_job(http):
     assert report["curves"]["api-job"][0][-1]["best"] == best["objective"]
     assert report["arms"][0]["best_overall"] == best["objective"]
     assert report["not_ended"] == []  # a running one is named there (tests/reports)
+    assert report["importance"] == []  # only where asked: fANOVA takes seconds an arm
+    asked = http.get("/tuning-jobs/api-job/report", params={"importance": "true"}).json()
+    assert asked["importance"] == [
+        {
+            "arm": "api-job",
+            "jobs": 4,
+            "of": 4,
+            "importance": None,
+            "why": "4 completed jobs, fewer than the 10 it needs",
+        }
+    ]
+    refused = http.get("/tuning-jobs/api-job/report", params={"importance": "perhaps"})
+    assert refused.status_code == 422 and "importance" in refused.text and "perhaps" in refused.text
     page = http.get("/tuning-jobs/api-job/report", params={"format": "html"})
     assert page.headers["content-type"].startswith("text/html")
     assert page.text.count("data:image/png;base64,") == 4
@@ -256,6 +269,9 @@ def test_list_filters_and_pages(http):
     assert http.get("/tuning-jobs", params={"status": "Failed"}).json()["items"] == []
     compare = http.get("/reports/compare", params={"names": ["page-0", "page-1"]}).json()
     assert [a["arm"] for a in compare["arms"]] == ["page-0", "page-1"]
+    params = {"names": ["page-0", "page-1"], "importance": "true", "format": "html"}
+    page = http.get("/reports/compare", params=params)
+    assert page.status_code == 200 and "Hyperparameter importance (fANOVA)" in page.text
 
 
 def test_training_jobs_sorted_filtered_and_paged(http):
@@ -608,6 +624,12 @@ def test_python_api_against_the_service(server):
     assert list(frame["StepsRun"]) == [local[n] for n in frame["TrainingJobName"]]  # was None
     assert set(local.values()) != {0}
     agreement = tuner.step_agreement(eta=3)  # through the service (it needed a store)
+    assert tuner.importance() == {
+        "jobs": 3,
+        "of": 3,
+        "importance": None,
+        "why": "3 completed jobs, fewer than the 10 it needs",
+    }
     assert agreement["completed_jobs"] == 3 and agreement["eta"] == 3
     best_first = tuner.training_jobs(sort_by="objective", limit=2)  # the service sorts
     assert best_first == sorted(tuner.training_jobs(), key=lambda j: -(j.objective or 0))[:2]

@@ -10,8 +10,9 @@ from tuner.storage import Store
 
 
 def report(store: Store, names: list[str], folder: str | Path, title: str) -> dict[str, Path]:
-    """Build the data of these tuning jobs and write the report files into ``folder``."""
-    return write_report(build(store, names), folder, title)
+    """Build the data of these tuning jobs, hyperparameter importance included, and write the
+    report files into ``folder``."""
+    return write_report(build(store, names, importance=True), folder, title)
 
 
 __all__ = ["arm_table", "build", "headline", "render_html", "report", "write_report"]

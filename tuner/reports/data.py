@@ -22,6 +22,8 @@ the first full-budget arm with a result in the same unit (``compute_reference``:
 and CPU-seconds do not compare); per job counted towards
 ``max_jobs`` (not a start that did not happen, nor a run ended from outside, whose compute
 counts), so that arms of other ``max_jobs`` compare.
+``importance`` (when asked) gives each arm's hyperparameter importance
+(``tuner.reports.importance``).
 ``warm_starts`` lists the runs that started from earlier tuning jobs: their parents and what was
 taken from each (``tuner.warm_start``).
 """
@@ -37,6 +39,7 @@ from tuner.errors import ValidationError
 from tuner.failures import failure_groups
 from tuner.launchers.slots import jobs_per_gpu_for
 from tuner.records import TrainingJob, TrainingStatus, TuningJob
+from tuner.reports.importance import arm_importance, cap_for
 from tuner.storage import Store
 from tuner.summary import ran_again, stopped_early, training_job_dict
 from tuner.warm_start import summary as warm_start_summary
@@ -220,9 +223,11 @@ def _reach(curve: list[dict[str, Any]], target: float, maximize: bool) -> int | 
     return None
 
 
-def build(store: Store, names: list[str]) -> dict[str, Any]:
+def build(store: Store, names: list[str], importance: bool = False) -> dict[str, Any]:
     """The report's data for these tuning jobs (they must share one objective, each named
-    once: a repeated name would count its jobs twice)."""
+    once: a repeated name would count its jobs twice). ``importance``: also each arm's
+    hyperparameter importance (``tuner.reports.importance``: up to a few seconds an arm, so
+    only where asked; otherwise ``importance`` is an empty list)."""
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValidationError(
@@ -334,6 +339,10 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
     ranges = merged_ranges(runs)
     names = list(ranges)
     steps = {r.record.name: store.metric_counts(r.record.name, metric) for r in runs}
+    points = [
+        {"arm": run.arm, "objective": j.objective, "hyperparameters": _with_static(run, j, names)}
+        for run, j in completed
+    ]
     return {
         "generated_at": time.time(),
         "objective": {"metric": metric, "type": kind},
@@ -353,14 +362,21 @@ def build(store: Store, names: list[str]) -> dict[str, Any]:
             }
             for run, j in completed[:10]
         ],
-        "points": [
+        "points": points,
+        "importance": [
             {
-                "arm": run.arm,
-                "objective": j.objective,
-                "hyperparameters": _with_static(run, j, names),
+                "arm": arm,
+                **arm_importance(
+                    merged_ranges(members),
+                    [p for p in points if p["arm"] == arm],
+                    maximize,
+                    cap_for(len(arms)),
+                ),
             }
-            for run, j in completed
-        ],
+            for arm, members in arms.items()
+        ]
+        if importance
+        else [],
         "failed_jobs": [
             {
                 "arm": run.arm,

@@ -383,6 +383,21 @@ def top_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def importance_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Each arm's share of the objective's variation per hyperparameter (``-``: not tuned by
+    that arm, or no figures, with the reason in the last column)."""
+    names = list(data["hyperparameter_ranges"])
+    head = ["arm", "completed jobs used", *names, "note"]
+    rows = []
+    for row in data.get("importance", []):
+        shares = row["importance"] or {}
+        used = str(row["jobs"]) if row["jobs"] == row["of"] else f"{row['jobs']} of {row['of']}"
+        note = row["why"] or ("a seeded random sample" if row["jobs"] < row["of"] else "")
+        cells = [f"{shares[n]:.0%}" if n in shares else "-" for n in names]
+        rows.append([row["arm"], used, *cells, note or "-"])
+    return head, rows
+
+
 def failure_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Failure reasons per arm, grouped, with counts."""
     rows = [
@@ -487,13 +502,15 @@ def render_plots(data: dict[str, Any]) -> dict[str, bytes]:
 
 
 def tables(data: dict[str, Any]) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """The report's tables in order; the failure tables only when a job failed, and every
-    failed job listed when none succeeded."""
+    """The report's tables in order; importance when it was built, the failure tables only
+    when a job failed, and every failed job listed when none succeeded."""
     out = [
         ("Arms", arm_table(data)),
         ("Jobs needed to reach the other arms' best", reach_table(data)),
         ("Top configurations", top_table(data)),
     ]
+    if data.get("importance"):
+        out.append(("Hyperparameter importance (fANOVA)", importance_table(data)))
     if data.get("warm_starts"):
         out.append(("Warm start", warm_start_table(data)))
     if data.get("failed_jobs"):
