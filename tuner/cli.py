@@ -241,8 +241,9 @@ def summary(tuner: HyperparameterTuner, top: int = 5) -> str:
 
 
 def _print_report(store: Store, names: list[str], folder: str, title: str) -> int:
-    """Write the report, print its arm table, the tuning jobs that did not complete and where
-    the report is; 1 when one of the tuning jobs Failed, else 0."""
+    """Write the report, print its arm table, each arm's hyperparameter importance, the tuning
+    jobs that did not complete and where the report is; 1 when one of the tuning jobs Failed,
+    else 0."""
     from tuner.reports import arm_table, build, headline, write_report
 
     data = build(store, names, importance=True)
@@ -252,6 +253,11 @@ def _print_report(store: Store, names: list[str], folder: str, title: str) -> in
     print("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
     for row in rows:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    for arm in data["importance"]:
+        if arm["importance"]:
+            ranked = sorted(arm["importance"].items(), key=lambda item: -item[1])
+            shares = ", ".join(f"{name} {share:.0%}" for name, share in ranked)
+            print(f"importance (fANOVA), {arm['arm']}: {shares}")
     said = headline(data)
     if said:
         print(said[0])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import subprocess
+import sys
 
 import numpy as np
 
@@ -98,10 +101,8 @@ def test_a_report_of_many_arms_judges_fewer_jobs_in_each():
     assert (row["jobs"], row["of"]) == (50, 80) and row["importance"] is not None
 
 
-def test_a_report_shows_each_arms_importance_only_where_asked(tmp_path, sqlite_url):
-    """Two arms in one store: the written report holds the table and the JSON figures; the
-    cheap build (the dashboard's, the REST default) leaves them out."""
-    store = Store(sqlite_url)
+def two_arms(store: Store) -> None:
+    """``random`` (30 completed jobs) and ``bayes`` (4), maximizing ``acc``."""
     for name, arm, n in (("random-1", "random", 30), ("bayes-1", "bayes", 4)):
         definition = {
             "objective_metric_name": "acc",
@@ -114,6 +115,13 @@ def test_a_report_shows_each_arms_importance_only_where_asked(tmp_path, sqlite_u
         for number, (config, value) in enumerate(jobs(n), 1):
             job = store.create_training_job(name, number, config)
             store.finish_training_job(job.name, TrainingStatus.COMPLETED, value)
+
+
+def test_a_report_shows_each_arms_importance_only_where_asked(tmp_path, sqlite_url):
+    """Two arms in one store: the written report holds the table and the JSON figures; the
+    cheap build (the dashboard's, the REST default) leaves them out."""
+    store = Store(sqlite_url)
+    two_arms(store)
     assert build(store, ["random-1", "bayes-1"])["importance"] == []
     data = build(store, ["random-1", "bayes-1"], importance=True)
     by_arm = {row["arm"]: row for row in data["importance"]}
@@ -149,3 +157,18 @@ def test_a_hyperparameter_that_never_varied_explains_nothing():
     alone = arm_importance({"only": only}, points(pairs), maximize=True)
     assert alone["importance"] is None
     assert alone["why"] == "every tuned hyperparameter had one value in every job"
+
+
+def test_tuner_report_prints_each_arms_importance_ranked(tmp_path):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    two_arms(Store(url))
+    argv = [sys.executable, "-m", "tuner", "--storage", url, "report", "random-1", "bayes-1"]
+    done = subprocess.run(
+        [*argv, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("importance (fANOVA)"))
+    assert re.fullmatch(
+        r"importance \(fANOVA\), random: learning_rate \d+%, optimizer \d+%, momentum \d+%", line
+    ), line
+    assert "bayes:" not in done.stdout  # too few jobs: the report's table says why
