@@ -36,7 +36,7 @@ def test_sixty_waiting_reports_leave_every_other_request_a_thread(
     most = 0
     count = threading.Lock()
 
-    def blocked_build(_store: Any, names: list[str]) -> dict[str, Any]:
+    def blocked_build(_store: Any, names: list[str], **options: Any) -> dict[str, Any]:
         nonlocal inside, most
         with count:
             inside += 1
@@ -45,7 +45,7 @@ def test_sixty_waiting_reports_leave_every_other_request_a_thread(
         release.wait(60)
         with count:
             inside -= 1
-        return real_build(_store, names)
+        return real_build(_store, names, **options)
 
     real_build = api.app.build
     monkeypatch.setattr(api.app, "build", blocked_build)
