@@ -469,18 +469,15 @@ def add_none_left(report: Report, check: str, figure: str, found: list[str]) -> 
 def processes_marked(run: str) -> list[str]:
     """'pid: command' of every live process whose environment holds ``GPU_CHECK_RUN=run``: a
     trial's program and whatever it started (torch.compile's workers inherit the environment)."""
-    marker = f"GPU_CHECK_RUN={run}".encode()
+    from tuner.launchers.local import processes_with
+
     found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in processes_with(f"GPU_CHECK_RUN={run}".encode()):
         try:
-            if marker not in (proc / "environ").read_bytes().split(b"\0"):
-                continue
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # ended meanwhile, or not ours to read
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:  # ended meanwhile
             continue
-        found.append(f"{proc.name}: {command[:120]}")
+        found.append(f"{pid}: {command.decode(errors='replace')[:120]}")
     return found
 
 

@@ -95,10 +95,10 @@ class ServiceClient:
         return dict(zip(columns["name"], columns["steps"], strict=True))
 
     def importance(self, name: str) -> dict[str, Any]:
-        """The hyperparameter importance of tuning job ``name`` (its report's one arm)."""
+        """The hyperparameter importance row of tuning job ``name`` (its report's one arm)."""
         report = self._call("GET", _path(name, "report"), params={"importance": "true"})
         row: dict[str, Any] = report["importance"][0]
-        return {k: v for k, v in row.items() if k != "arm"}
+        return row
 
     def step_agreement(self, name: str, eta: int) -> dict[str, Any]:
         """The service's ``tuner fidelity`` report of tuning job ``name``."""

@@ -707,10 +707,11 @@ class HyperparameterTuner:
         "why", "jobs", "of"}``; from the store or the service."""
         name = self._require_name()
         if self.client is not None:
-            return self.client.importance(name)
-        from tuner.reports import build  # loads matplotlib and Optuna: only here
+            row = self.client.importance(name)
+        else:
+            from tuner.reports import build  # loads matplotlib and Optuna: only here
 
-        row: dict[str, Any] = build(self.store, [name], importance=True)["importance"][0]
+            row = build(self.store, [name], importance=True)["importance"][0]
         return {k: v for k, v in row.items() if k != "arm"}
 
     def step_agreement(self, eta: int = 3) -> dict[str, Any]:

@@ -137,7 +137,7 @@ def _left_a_trace(workdir: Path) -> bool:
         return False
 
 
-def _processes_with(marker: bytes) -> Iterator[int]:
+def processes_with(marker: bytes) -> Iterator[int]:
     """The pids of running processes whose environment holds ``marker`` (``NAME=value``)."""
     for entry in _processes():
         try:
@@ -150,7 +150,7 @@ def _processes_with(marker: bytes) -> Iterator[int]:
 
 def _find_process(marker: bytes) -> int | None:
     """The pid of a running process whose environment holds ``marker`` (``NAME=value``)."""
-    return next(_processes_with(marker), None)
+    return next(processes_with(marker), None)
 
 
 def _kill_strays(spec: LaunchSpec) -> None:
@@ -159,7 +159,7 @@ def _kill_strays(spec: LaunchSpec) -> None:
     folder = spec.env.get("TUNER_OUTPUT_DIR")
     if not folder:
         return
-    for pid in _processes_with(f"TUNER_OUTPUT_DIR={folder}".encode()):
+    for pid in processes_with(f"TUNER_OUTPUT_DIR={folder}".encode()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
