@@ -3,10 +3,13 @@ CI-strict skips."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +18,17 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tuner.launchers.gpu_leases import LEASE_DIR_ENV
 from tuner.storage import Store
 
 JOBS = Path(__file__).parent / "jobs"
 FAKE_TRAIN = JOBS / "fake_train.py"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# GPU leases are host-wide (tuner.launchers.gpu_leases): this run's fake GPU ids must not be
+# counted against another run of the suite, or a developer's tuner, on the same machine.
+os.environ[LEASE_DIR_ENV] = tempfile.mkdtemp(prefix="tuner-test-gpu-leases-")
+atexit.register(shutil.rmtree, os.environ[LEASE_DIR_ENV], ignore_errors=True)
 
 # Property tests: random examples on a developer's machine (to find bugs), the same examples
 # on every CI run (a CI that fails one run in twenty blocks landings at random), and never a

@@ -3,7 +3,9 @@ start in submission order as places free up; a waiting one asked to stop ends at
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +273,34 @@ def test_the_capacity_settings_reach_the_service(tmp_path, sqlite_url, monkeypat
     monkeypatch.setenv("TUNER_DATABASE_URL", sqlite_url)
     service = create_app(Settings.from_env()).state.service
     assert (service.max_running, service.policy.max_parallel_jobs) == (3, 7)
+
+
+def test_tuning_jobs_of_one_service_never_hold_more_than_the_gpu_together(tmp_path, sqlite_url):
+    """Two tuning jobs on GPU 0, one in halves (2 at a time), one in wholes: at no moment do
+    their running training jobs, by their own clocks, hold more than the whole GPU."""
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2)
+    shares = {"halves": 0.5, "wholes": 1}
+    try:
+        for name, share in shares.items():
+            body = definition(
+                tmp_path,
+                0.6,
+                {"gpus": [0], "gpus_per_job": share},
+                max_jobs=4,
+                max_parallel_jobs=2,
+            )
+            service.submit(body.model_copy(update={"name": name}))
+        wait_for(lambda: all(ended(store, n) for n in shares), timeout=120)
+    finally:
+        service.shutdown()
+    spans = []
+    for name, share in shares.items():
+        assert store.get_tuning_job(name).status is TuningStatus.COMPLETED
+        for job in store.list_training_jobs(name):
+            times = json.loads((Path(job.workdir) / "output" / "times.json").read_text())
+            spans.append((times["start"], times["end"], share))
+    assert len(spans) == 8
+    held = [sum(s for b, e, s in spans if b <= start < e) for start, _, _ in spans]
+    assert max(held) <= 1  # each job's start: the shares of those running then, itself included
+    assert any(h == 1 for h in held)  # and they did share the GPU: two halves at once

@@ -5,11 +5,12 @@ image's entrypoint in front, if it has one), never a shell line. The job's folde
 bind-mounted at the same path inside the container, so ``TUNER_OUTPUT_DIR`` means the same
 thing in and out; a working directory and the tuning job's shared folder (``spec.shared_dir``,
 which holds the trials' common compile cache), when given, are mounted the same way. GPUs are
-handed out as slots like the local launcher's and reach the container as ``device_requests``
-(the NVIDIA container runtime sees only those GPUs). CPU and memory limits, the network mode
-and the user (default: the tuner's own uid:gid, so outputs belong to the user) are settings;
-each container gets a fair share of CPU threads (``tuner/launchers/threads.py``: its ``cpus``
-limit, else the engine's cores divided by ``parallel_jobs``).
+handed out as slots like the local launcher's (host-wide leases, held by this process while it
+watches the container, taken again when a restarted tuner adopts it) and reach the container as
+``device_requests`` (the NVIDIA container runtime sees only those GPUs). CPU and memory limits,
+the network mode and the user (default: the tuner's own uid:gid, so outputs belong to the user)
+are settings; each container gets a fair share of CPU threads (``tuner/launchers/threads.py``:
+its ``cpus`` limit, else the engine's cores divided by ``parallel_jobs``).
 Containers run with ``docker-init`` as PID 1 (signals reach the job), no new privileges and
 every capability dropped; nothing privileged. Logs stream from the engine into
 ``<workdir>/log.txt``. Stopping sends SIGTERM, then SIGKILL after the grace period. An ended
@@ -37,6 +38,7 @@ from typing import Any
 
 from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
+from tuner.launchers.gpu_leases import GpuLeases, default_root
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
@@ -94,7 +96,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             raise ValidationError(f"cpus must be > 0, got {cpus!r}")
         super().__init__()
         self.image = image
-        self.slots = GpuSlots(gpus, jobs_per_gpu)
+        self.slots = GpuSlots(gpus, jobs_per_gpu, GpuLeases(default_root()))
         self.grace_period = grace_period
         self.cpus = cpus
         self.memory = memory
@@ -157,7 +159,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         except _ENGINE_ERRORS as exc:
             self._engine_away = True
             raise _unanswered(exc) from None
-        gpus = self.slots.take(spec.name, spec.gpus_per_job)
+        gpus = self.slots.take(spec.name, spec.gpus_per_job, key=str(spec.workdir))
         mounts = {str(spec.workdir): {"bind": str(spec.workdir), "mode": "rw"}}
         if spec.cwd is not None:
             mounts[str(spec.cwd)] = {"bind": str(spec.cwd), "mode": "rw"}
@@ -324,7 +326,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         age = _age_seconds(started)
         given = gpus or container.labels.get(GPU_LABEL, "")  # recorded, else as started
         ids = [g for g in given.split(",") if g]
-        taken = self.slots.take_these(spec.name, ids)
+        taken = self.slots.take_these(spec.name, ids, key=str(spec.workdir))
         self._register(handle, spec, container, time.monotonic() - age, taken)
         return True
 
@@ -340,6 +342,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         this launcher end with it."""
         self._sweep()
         self.client.close()
+        self.slots.close()
         super().close()
 
 

@@ -3,7 +3,9 @@
 Each job runs in its own working directory and process group (``start_new_session``), with stdout
 and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id in ``gpus`` offers
 ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them through
-``CUDA_VISIBLE_DEVICES``. Each job gets a fair share of the CPU threads
+``CUDA_VISIBLE_DEVICES``; the slots are host-wide leases (``tuner.launchers.gpu_leases``) whose
+locks the job's wrapper inherits, so other tuner processes on the machine count them for as long
+as the job runs. Each job gets a fair share of the CPU threads
 (``tuner/launchers/threads.py``: the cores divided by ``parallel_jobs``). Stopping signals the
 whole process group: SIGTERM, then SIGKILL after ``grace_period`` seconds; when the job's main
 process ends, whatever it left behind in its group is killed too. The job's handle is written to
@@ -36,6 +38,7 @@ from typing import IO
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
+from tuner.launchers.gpu_leases import GpuLeases, default_root
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import local_cores, thread_env
 from tuner.launchers.tracked import (
@@ -177,7 +180,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
         super().__init__()
-        self.slots = GpuSlots(gpus, jobs_per_gpu)
+        self.slots = GpuSlots(gpus, jobs_per_gpu, GpuLeases(default_root()))
         self.grace_period = grace_period
         self.parallel_jobs = parallel_jobs
 
@@ -190,7 +193,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         spec.workdir.mkdir(parents=True, exist_ok=True)
         if spec.shared_dir is not None:  # TUNER_SHARED_DIR: there for the job to write in
             spec.shared_dir.mkdir(parents=True, exist_ok=True)
-        gpus = self.slots.take(spec.name, spec.gpus_per_job)
+        gpus = self.slots.take(spec.name, spec.gpus_per_job, key=str(spec.workdir))
         threads = thread_env(local_cores(), self.parallel_jobs, os.environ, spec.env)
         env = {**os.environ, **threads, **spec.env}
         env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
@@ -222,6 +225,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=self.slots.descriptors(spec.name),  # its GPU leases live as long as it
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             log.close()
@@ -267,7 +271,8 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             return False
         if not _alive(job.pid, job.ticks) and not (spec.workdir / EXIT_FILE).exists():
             return False  # (alive first: a wrapper writes the status before it exits)
-        job.gpus = self.slots.take_these(spec.name, [g for g in (gpus or "").split(",") if g])
+        ids = [g for g in (gpus or "").split(",") if g]
+        job.gpus = self.slots.take_these(spec.name, ids, key=str(spec.workdir))
         self._jobs[handle] = job
         return True
 
@@ -312,11 +317,13 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                     os.kill(pid, sig)
 
     def close(self) -> None:
-        """Close the logs this launcher holds open; the jobs run on (their own copies)."""
+        """Close the logs and GPU leases this launcher holds open; the jobs run on (their own
+        copies)."""
         for job in self._jobs.values():
             if job.log is not None:
                 job.log.close()
                 job.log = None
+        self.slots.close()
         super().close()
 
     def poll(self, handle: str) -> JobStatus:

@@ -1,0 +1,177 @@
+"""Host-wide GPU leases: launchers of different tuner processes on one machine count each
+other's jobs on a GPU, whatever their slot sizes, and a job's lease lives exactly as long as the
+job, even when the tuner that started it dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.launchers.test_contract import spec, wait
+from tests.test_resume import wait_for
+from tuner import LaunchError
+from tuner.errors import LauncherUnavailable
+from tuner.launchers import LocalLauncher
+from tuner.launchers.gpu_leases import LEASE_DIR_ENV, GpuLeases
+from tuner.launchers.slots import GpuSlots
+
+SLEEP = "import time; time.sleep(60)"
+
+
+@pytest.fixture
+def leases(tmp_path, monkeypatch) -> GpuLeases:
+    """A lease directory of this test's own (launchers read it from the environment)."""
+    root = tmp_path / "leases"
+    monkeypatch.setenv(LEASE_DIR_ENV, str(root))
+    return GpuLeases(root)
+
+
+def test_two_tuners_launchers_share_one_gpu_and_its_end_frees_it(leases, tmp_path):
+    mine, theirs = LocalLauncher(gpus=["0"]), LocalLauncher(gpus=["0"])
+    assert mine.free_slots(1) == theirs.free_slots(1) == 1
+    handle = theirs.start(spec(tmp_path, SLEEP, name="theirs", gpus_per_job=1))
+    assert mine.free_slots(1) == 0  # another launcher's job holds the GPU
+    assert mine.free_slots(0) is None  # a job without GPUs is not held back
+    theirs.stop(handle)
+    wait(theirs, handle)
+    assert mine.free_slots(1) == 1
+    assert list((leases.root / "gpu-0").iterdir()) == []  # its lease file is gone too
+
+
+def test_fractions_of_different_sizes_add_up_to_one_gpu(leases, tmp_path):
+    quarters = LocalLauncher(gpus=["0", "1"], jobs_per_gpu=4)
+    halves = LocalLauncher(gpus=["0", "1"], jobs_per_gpu=2)
+    wholes = LocalLauncher(gpus=["0", "1"])
+    handles = [
+        quarters.start(spec(tmp_path, SLEEP, name=f"q{i}", gpus_per_job=0.25)) for i in range(3)
+    ]  # GPU 0: 2 quarters, GPU 1: 1 quarter (the least loaded first)
+    assert halves.free_slots(0.5) == 2  # half of 0 and half of 1 are free (0.5 + 0.75 -> 1 + 1)
+    assert wholes.free_slots(1) == 0
+    assert quarters.free_slots(0.25) == 5
+    h = halves.start(spec(tmp_path, SLEEP, name="h0", gpus_per_job=0.5))
+    held = [json.loads(p.read_text()) for p in (leases.root / "gpu-0").iterdir()]
+    assert sorted((x["job"], x["share"]) for x in held) == [("h0", 0.5), ("q0", 0.25), ("q2", 0.25)]
+    assert quarters.free_slots(0.25) == 3
+    assert halves.free_slots(0.5) == 1
+    for launcher, handle in [*((quarters, x) for x in handles), (halves, h)]:
+        launcher.stop(handle)
+        wait(launcher, handle)
+    assert wholes.free_slots(1) == 2
+
+
+def test_a_slot_taken_by_another_process_meanwhile_is_a_start_to_try_again(leases):
+    mine, theirs = GpuSlots(["0"], 1, leases), GpuSlots(["0"], 1, leases)
+    assert mine.free(1) == 1
+    theirs.take("theirs", 1)
+    with pytest.raises(LauncherUnavailable, match="needs 1 GPU slots, only 0 are free: other"):
+        mine.take("mine", 1)
+    mine_only = GpuSlots(["0"], 1, leases)  # a launcher asked beyond its own slots: a mistake
+    theirs.release("theirs")
+    mine_only.take("a", 1)
+    with pytest.raises(LaunchError, match=r"needs 1 GPU slots, only 0 are free$"):
+        mine_only.take("b", 1)
+    mine_only.release("a")
+
+
+def test_a_lease_lives_with_its_job_after_the_tuner_that_took_it_is_killed(leases, tmp_path):
+    """A tuner process starts a job on GPU 0 and is SIGKILLed: the job's wrapper holds the
+    lease on, so no other tuner hands the GPU out; a tuner adopting the job counts it once;
+    when the job ends, the GPU is free again."""
+    code = (
+        "import sys, time; from tuner.launchers import LocalLauncher, LaunchSpec; "
+        "from pathlib import Path; launcher = LocalLauncher(gpus=['0'], jobs_per_gpu=2); "
+        f"handle = launcher.start(LaunchSpec(name='job', argv=[sys.executable, '-c', {SLEEP!r}], "
+        f"workdir=Path({str(tmp_path / 'job')!r}), gpus_per_job=1)); "
+        "print(handle, flush=True); time.sleep(60)"
+    )
+    tuner = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=Path(__file__).parents[2]
+    )
+    assert tuner.stdout is not None
+    handle = tuner.stdout.readline().decode().strip()
+    tuner.kill()
+    tuner.wait()
+    other = LocalLauncher(gpus=["0"], jobs_per_gpu=2)
+    assert other.free_slots(1) == 1  # one of two slots is still the job's
+    assert LocalLauncher(gpus=["0"]).free_slots(1) == 0  # no whole GPU for anyone
+    job_spec = spec(tmp_path, SLEEP, name="job", gpus_per_job=1)
+    assert other.adopt(handle, job_spec, gpus="0")
+    assert other.free_slots(1) == 1  # adopted, counted once
+    pid = int(handle.split(":")[1])
+    os.killpg(pid, signal.SIGTERM)
+    wait(other, handle)
+    assert other.free_slots(1) == 2
+
+
+def test_a_lease_file_nobody_holds_is_stale_and_removed(leases):
+    gpu = leases.root / "gpu-0"
+    gpu.mkdir(parents=True)
+    (gpu / "left-behind").write_text(json.dumps({"share": 1.0}))  # its holder died
+    slots = GpuSlots(["0"], 1, leases)
+    assert slots.free(1) == 1
+    assert not (gpu / "left-behind").exists()
+
+
+def test_an_unreadable_lease_counts_as_a_whole_gpu(leases):
+    holder = GpuSlots(["0"], 4, leases)
+    holder.take("j", 0.25)
+    (lease,) = (leases.root / "gpu-0").iterdir()
+    os.truncate(lease, 0)  # its share can no longer be read: never hand out what may be taken
+    assert GpuSlots(["0"], 4, leases).free(0.25) == 0
+    holder.release("j")
+    assert GpuSlots(["0"], 4, leases).free(0.25) == 4
+
+
+def test_an_unusable_lease_directory_is_refused_when_the_launcher_is_made(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(LEASE_DIR_ENV, str(blocker))
+    with pytest.raises(LaunchError, match=f"cannot use {blocker} for GPU leases"):
+        LocalLauncher(gpus=["0"])
+    LocalLauncher()  # without GPUs there is nothing to lease
+
+
+def test_gpu_ids_that_are_not_file_names_are_leased_safely(leases, tmp_path):
+    ids = ["GPU-8f2a/1", "..", "MIG 3g.40gb"]
+    slots = GpuSlots(ids, 1, leases)
+    assert slots.take("j", 3) == ids
+    assert sorted(p.name for p in leases.root.iterdir() if p.is_dir()) == sorted(
+        ["gpu-GPU-8f2a%2F1", "gpu-..", "gpu-MIG%203g.40gb"]
+    )
+    assert GpuSlots(ids, 1, leases).free(1) == 0
+    slots.release("j")
+    assert GpuSlots(ids, 1, leases).free(1) == 3
+
+
+def test_waiting_for_other_processes_gpus_is_said_once(leases, caplog):
+    mine, theirs = GpuSlots(["0"], 1, leases), GpuSlots(["0"], 1, leases)
+    theirs.take("theirs", 1)
+    with caplog.at_level("WARNING", logger="tuner.launchers"):
+        assert [mine.free(1) for _ in range(3)] == [0, 0, 0]
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        f"waiting for GPU slots: other jobs on this machine hold GPUs 0 (leases in {leases.root})"
+    )
+    theirs.release("theirs")
+    mine.take("mine", 1)
+    caplog.clear()
+    assert mine.free(1) == 0  # its own job fills the GPU: nothing to say
+    assert caplog.records == []
+    mine.release("mine")
+
+
+def test_a_closed_launchers_job_holds_its_lease_until_it_ends(leases, tmp_path):
+    """A launcher that closes (its tuning job ended or was handed over, its jobs left running)
+    lets go of its copies: the lease then ends with the job, not with the tuner's process."""
+    launcher, other = LocalLauncher(gpus=["0"]), LocalLauncher(gpus=["0"])
+    handle = launcher.start(spec(tmp_path, SLEEP, name="job", gpus_per_job=1))
+    launcher.close()
+    assert other.free_slots(1) == 0
+    os.killpg(int(handle.split(":")[1]), signal.SIGKILL)
+    wait_for(lambda: other.free_slots(1) == 1, timeout=10)

@@ -1,0 +1,137 @@
+"""Host-wide GPU leases: every tuner process on one machine (the service's workers, two ``tuner
+run``s, a comparison beside a service) sees the GPU shares the others' training jobs hold, so
+that together they never hand out more of a GPU than there is.
+
+A lease is a file ``<root>/gpu-<id>/<key hash>`` holding, as JSON, the share of the GPU it
+takes (``share``: 1/k of the GPU) and who took it. Its holder keeps it locked (``flock``) for as
+long as it holds it; the local launcher passes the locked descriptor on to the job's wrapper, so
+the lease lives exactly as long as the job does, even when the tuner that started it dies. A
+GPU's load is the sum of the shares of its locked leases; a lease file that nobody locks is
+stale (its holder is gone) and is removed. Reading loads and taking a lease happen under
+``<root>/.lock``, so that no two processes take the last share.
+
+``root``: ``TUNER_GPU_LEASE_DIR``, else ``<temporary directory>/tuner-gpu-leases-<uid>``: one
+user's processes share their GPUs; point several users at one directory to share across them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+from tuner.errors import LaunchError
+
+LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"
+
+
+def default_root() -> Path:
+    """Where this process keeps its leases (the module docstring)."""
+    configured = os.environ.get(LEASE_DIR_ENV)
+    if configured:
+        return Path(configured)
+    return Path(tempfile.gettempdir()) / f"tuner-gpu-leases-{os.getuid()}"
+
+
+class GpuLeases:
+    """Leases under one root directory (created on first use, mode 0700 when made here)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the root's lock: loads read and leases taken inside agree with every process."""
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise LaunchError(
+                f"cannot use {self.root} for GPU leases ({LEASE_DIR_ENV} names another): {exc}"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def loads(self, gpus: Sequence[str]) -> dict[str, float]:
+        """The share of each GPU that live leases hold (call inside ``locked``); stale lease
+        files are removed on the way."""
+        loads = dict.fromkeys(gpus, 0.0)
+        for gpu in gpus:
+            folder = self._folder(gpu)
+            with contextlib.suppress(FileNotFoundError):
+                for path in folder.iterdir():
+                    share = _live_share(path)
+                    if share is None:
+                        with contextlib.suppress(FileNotFoundError):
+                            path.unlink()
+                    else:
+                        loads[gpu] += share
+        return loads
+
+    def hold(self, gpu: str, key: str, share: float, job: str) -> int:
+        """Take a lease of ``share`` of ``gpu`` for ``key`` (call inside ``locked``); returns
+        the locked descriptor (close-on-exec; a launcher passes it to its job on purpose)."""
+        path = self._path(gpu, key)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            text = json.dumps({"share": share, "job": job, "key": key, "pid": os.getpid()})
+            os.write(fd, text.encode())
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def is_held(self, gpu: str, key: str) -> bool:
+        """Whether a live lease for ``key`` on ``gpu`` exists (one a job's wrapper still holds
+        after the tuner that took it died)."""
+        return _live_share(self._path(gpu, key)) is not None
+
+    def forget(self, gpu: str, key: str) -> None:
+        """Remove ``key``'s lease file on ``gpu`` when nobody holds it any more (call inside
+        ``locked``, after closing the descriptor)."""
+        path = self._path(gpu, key)
+        if _live_share(path) is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def _folder(self, gpu: str) -> Path:
+        return self.root / f"gpu-{quote(gpu, safe='')}"
+
+    def _path(self, gpu: str, key: str) -> Path:
+        return self._folder(gpu) / hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _live_share(path: Path) -> float | None:
+    """The share a lease file holds while somebody locks it; None for a stale or missing one
+    (an unreadable share counts as a whole GPU: never hand out what might be taken)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+        else:
+            return None  # nobody holds it
+        try:
+            share = float(json.loads(os.pread(fd, 4096, 0))["share"])
+        except (ValueError, KeyError, TypeError):
+            return 1.0
+        return share if 0 < share <= 1 else 1.0
+    finally:
+        os.close(fd)
