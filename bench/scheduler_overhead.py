@@ -6,6 +6,9 @@ tuner's run includes everything a user gets: random search, a SQLite store (WAL)
 and metric point committed, per-job folders and log files, log parsing, and the wrapper each
 local job runs under (``exit_keeper.py``: a second, bare Python interpreter per job, so the
 exit status outlives the tuner), which a third run, xargs starting the wrapper, measures alone.
+A fourth run is the tuner again with every job on one (pretend) GPU shared by ``parallel`` jobs,
+so each start and each scheduler pass goes through the host-wide GPU leases
+(``tuner/launchers/gpu_leases.py``), in a lease directory of its own.
 
     python bench/scheduler_overhead.py [--jobs 500] [--parallel 8]
 """
@@ -22,14 +25,19 @@ from pathlib import Path
 
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.launchers.exit_keeper import EXIT_FILE
+from tuner.launchers.gpu_leases import LEASE_DIR_ENV
 from tuner.launchers.local import KEEPER_COMMAND
 
 ECHO = "/bin/echo accuracy=0.5"
 
 
-def run_tuner(workdir: Path, jobs: int, parallel: int) -> tuple[float, list[dict]]:
+def run_tuner(
+    workdir: Path, jobs: int, parallel: int, gpu: bool = False
+) -> tuple[float, list[dict]]:
+    """``gpu``: every job takes one of ``parallel`` slots of GPU "0" (leases, not a device)."""
+    slots = {"gpus": ["0"], "gpus_per_job": 1, "jobs_per_gpu": parallel} if gpu else {}
     tuner = HyperparameterTuner(
-        job_definition={"command": ECHO.split(), "output_path": str(workdir)},
+        job_definition={"command": ECHO.split(), "output_path": str(workdir), **slots},
         objective_metric_name="accuracy",
         hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
         metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
@@ -66,6 +74,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tuner_s, configs = run_tuner(Path(tmp), args.jobs, args.parallel)
+        os.environ[LEASE_DIR_ENV] = f"{tmp}/leases"
+        leased_s, _ = run_tuner(Path(tmp) / "gpu", args.jobs, args.parallel, gpu=True)
         arguments = [f"--x {c['x']!r}" for c in configs]
         # The local launcher's wrapper started as it starts it, a status file per job.
         keeper_s = run_xargs(
@@ -82,6 +92,7 @@ def main() -> None:
         (f"xargs -P {args.parallel}", xargs_s),
         ("xargs + the wrapper", keeper_s),
         ("tuner", tuner_s),
+        ("tuner, GPU leases", leased_s),
     ):
         print(f"  {label:<20}: {seconds:6.2f} s  ({1000 * seconds / args.jobs:.2f} ms/job)")
     print(f"  ratio tuner / xargs: {tuner_s / xargs_s:.1f}x")
@@ -89,6 +100,7 @@ def main() -> None:
     per_job = 1000 * (tuner_s - xargs_s) / args.jobs
     wrapper = 1000 * (keeper_s - xargs_s) / args.jobs
     print(f"  tuner overhead: {per_job:.2f} ms per job, the wrapper's share {wrapper:.2f} ms")
+    print(f"  ratio tuner with GPU leases / tuner: {leased_s / tuner_s:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""bench/scheduler_overhead.py runs (tiny) so it cannot rot: all three runs, every figure."""
+"""bench/scheduler_overhead.py runs (tiny) so it cannot rot: all four runs, every figure."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_three_runs_and_their_ratios_come_out():
+def test_the_four_runs_and_their_ratios_come_out():
     out = subprocess.run(
         [sys.executable, "bench/scheduler_overhead.py", "--jobs", "12", "--parallel", "3"],
         cwd=ROOT,
@@ -19,6 +19,13 @@ def test_the_three_runs_and_their_ratios_come_out():
         check=True,
     )
     assert out.stderr == ""  # the wrapper's runs printed no traceback
-    for label in ("xargs -P 3", "xargs + the wrapper", "tuner", "ratio tuner / xargs"):
+    labels = (
+        "xargs -P 3",
+        "xargs + the wrapper",
+        "tuner",
+        "tuner, GPU leases",
+        "ratio tuner / xargs",
+    )
+    for label in (*labels, "ratio tuner with GPU leases / tuner"):
         assert f"  {label}" in out.stdout
     assert "the wrapper's share" in out.stdout
