@@ -175,3 +175,13 @@ def test_a_closed_launchers_job_holds_its_lease_until_it_ends(leases, tmp_path):
     assert other.free_slots(1) == 0
     os.killpg(int(handle.split(":")[1]), signal.SIGKILL)
     wait_for(lambda: other.free_slots(1) == 1, timeout=10)
+
+
+def test_a_key_whose_lease_is_live_is_not_taken_twice(leases):
+    first, second = GpuSlots(["0"], 3, leases), GpuSlots(["0"], 3, leases)
+    first.take("j", 1, key="/runs/t/j")
+    with pytest.raises(LaunchError, match="job j: cannot take a GPU lease in"):
+        second.take("j", 1, key="/runs/t/j")  # the same folder's job, started twice
+    assert second.free(1) == 2  # the first lease is intact and counted once, nothing leaked
+    first.release("j")
+    assert second.free(1) == 3

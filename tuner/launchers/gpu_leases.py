@@ -83,9 +83,10 @@ class GpuLeases:
         the locked descriptor (close-on-exec; a launcher passes it to its job on purpose)."""
         path = self._path(gpu, key)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a live holder's file is left as is
+            os.ftruncate(fd, 0)
             text = json.dumps({"share": share, "job": job, "key": key, "pid": os.getpid()})
             os.write(fd, text.encode())
         except BaseException:
