@@ -54,7 +54,8 @@ class GpuLeases:
             fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise LaunchError(
-                f"cannot use {self.root} for GPU leases ({LEASE_DIR_ENV} names another): {exc}"
+                f"cannot use {self.root} for GPU leases (set {LEASE_DIR_ENV} to a directory "
+                f"this user may write in): {exc}"
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
