@@ -125,6 +125,7 @@ class Comparison(BaseModel):
     reach: dict[str, dict[str, dict[str, Any]]]
     top: list[dict[str, Any]]
     statuses: dict[str, str]
+    importance: list[dict[str, Any]] = []  # asked for with ``importance=true``
 
 
 class SecurityHeaders:
@@ -219,17 +220,20 @@ def data_router(store: Store, renders: RenderLimit) -> APIRouter:
     @router.get("/dashboard/compare", response_model=Comparison, tags=["dashboard"])
     async def dashboard_compare(
         names: Annotated[list[str], Query(min_length=1, max_length=MAX_COMPARE)],
+        importance: bool = False,
     ) -> Response:
         """The comparison report's arms, best-so-far curves, reach and top configurations of
-        these tuning jobs (``?names=a&names=b``), and each one's status."""
+        these tuning jobs (``?names=a&names=b``), and each one's status; ``importance=true``
+        adds each arm's hyperparameter importance (fANOVA, ``tuner.reports.importance``: up to
+        a few seconds an arm, so the page asks for it once, not in its live refreshes)."""
         for n in names:
             if re.fullmatch(TUNING_JOB_NAME, n) is None:
                 raise HTTPException(400, f"names must match {TUNING_JOB_NAME}, got {n!r}")
-        return await renders.respond(Comparison, comparison, names)
+        return await renders.respond(Comparison, comparison, names, importance)
 
-    def comparison(names: list[str]) -> dict[str, Any]:
-        data = build(store, names)
-        keep = ("generated_at", "objective", "arms", "curves", "reach", "top")
+    def comparison(names: list[str], importance: bool) -> dict[str, Any]:
+        data = build(store, names, importance=importance)
+        keep = ("generated_at", "objective", "arms", "curves", "reach", "top", "importance")
         return {
             **{k: data[k] for k in keep},
             "statuses": {n: store.get_tuning_job(n).status.value for n in names},

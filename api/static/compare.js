@@ -1,6 +1,8 @@
 // Compare tuning jobs: the comparison report's best-so-far curves and arm table, live.
 
-import { fmtObjective, api, badge, el, fmtNumber, fmtSeconds, nav, poll, clearError } from "./common.js";
+import {
+  fmtObjective, api, badge, el, fmtNumber, fmtSeconds, nav, poll, clearError, showError,
+} from "./common.js";
 import { PALETTE, lineChart } from "./charts.js";
 
 const TERMINAL = new Set(["Completed", "Stopped", "Failed"]);
@@ -60,6 +62,39 @@ function table() {
   )));
 }
 
+// fANOVA per arm (GET /dashboard/compare?importance=true): asked for with the button, once,
+// since it takes seconds; the arm's reason stands in for figures it has none for.
+async function importance() {
+  const q = new URLSearchParams({ importance: "true" });
+  for (const n of chosen) q.append("names", n);
+  $("importance-compute").disabled = true;
+  $("importance-note").textContent = "computing…";
+  try {
+    const rows = (await api("/dashboard/compare?" + q)).importance;
+    const names = [...new Set(rows.flatMap((r) => Object.keys(r.importance || {})))];
+    $("importance-head").replaceChildren(el("th", {}, "Arm"), el("th", { className: "num" }, "Jobs used"),
+      ...names.map((n) => el("th", { className: "param" }, n)));
+    $("importance-rows").replaceChildren(...rows.map((r) => el("tr", { dataset: { arm: r.arm } },
+      el("td", {}, r.arm),
+      el("td", { className: "num" }, r.jobs === r.of ? r.jobs : `${r.jobs} of ${r.of}`),
+      ...(r.importance
+        ? names.map((n) => share(r.importance[n]))
+        : [el("td", { colSpan: Math.max(1, names.length), className: "muted" }, r.why)]),
+    )));
+    $("importance-table").classList.remove("hidden");
+    $("importance-note").textContent = "computed " + new Date().toLocaleTimeString();
+  } finally {
+    $("importance-compute").disabled = false;
+  }
+}
+
+function share(fraction) {
+  if (fraction === undefined) return el("td", { className: "muted" }, "–");
+  const bar = el("span", { className: "bar" }, el("span"));
+  bar.firstChild.style.width = Math.round(100 * fraction) + "%";
+  return el("td", {}, bar, Math.round(100 * fraction) + "%");
+}
+
 async function refresh() {
   const q = new URLSearchParams();
   for (const n of chosen) q.append("names", n);
@@ -89,8 +124,14 @@ $("apply").addEventListener("click", () => {
   history.replaceState(null, "", "/ui/compare?" + q);
   if (cancel) cancel();
   data = null;
+  $("importance-table").classList.add("hidden"); // it was for the jobs chosen before
+  $("importance-note").textContent = "";
   if (chosen.size) cancel = poll(refresh, 5000, live);
 });
 $("curve-x").addEventListener("change", () => data && draw());
+$("importance-compute").addEventListener("click", () => importance().catch((err) => {
+  $("importance-note").textContent = "";
+  showError(err);
+}));
 poll(pickList, 0, () => false);
 if (chosen.size) cancel = poll(refresh, 5000, live);

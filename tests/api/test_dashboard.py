@@ -152,6 +152,16 @@ def test_compare_gives_the_reports_figures_and_statuses(http):
     assert data["curves"] == report["curves"]
     assert data["statuses"] == dict.fromkeys(names, "Completed")
     assert "training_jobs" not in data
+    assert data["importance"] == []  # the live view does not pay for fANOVA
+    asked = {"names": names, "importance": "true"}
+    judged = http.get("/dashboard/compare", params=asked).json()["importance"]
+    assert judged == http.get("/reports/compare", params=asked).json()["importance"]
+    assert [(r["arm"], r["why"]) for r in judged] == [
+        ("first", "4 completed jobs, fewer than the 10 it needs"),
+        ("second", "2 completed jobs, fewer than the 10 it needs"),
+    ]
+    wrong = http.get("/dashboard/compare", params={"names": names, "importance": "perhaps"})
+    assert wrong.status_code == 422 and "importance" in wrong.text and "perhaps" in wrong.text
     bad = http.get("/dashboard/compare", params={"names": ["../etc"]})
     assert bad.status_code == 400 and "names must match" in bad.json()["detail"]
     assert http.get("/dashboard/compare", params={"names": ["nope"]}).status_code == 404

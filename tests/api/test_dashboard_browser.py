@@ -6,6 +6,7 @@ test-artifacts/ for people to look at."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -167,8 +168,8 @@ def test_watch_follow_a_log_and_stop_a_running_tuning_job(server, http, browser)
 def test_list_login_and_compare_pages(server, http, browser):
     from selenium.webdriver.common.by import By
 
-    for name in ("cmp-random", "cmp-other"):
-        http.post("/tuning-jobs", json=definition(name, max_jobs=3, max_parallel_jobs=2))
+    for name, jobs in (("cmp-random", 10), ("cmp-other", 3)):  # fANOVA needs 10
+        http.post("/tuning-jobs", json=definition(name, max_jobs=jobs, max_parallel_jobs=2))
     for name in ("cmp-random", "cmp-other"):
         wait_status(http, name, {"Completed"})
 
@@ -206,6 +207,24 @@ def test_list_login_and_compare_pages(server, http, browser):
     }
     assert arms == {"cmp-random", "cmp-other"}
     assert len(browser.find_elements(By.CSS_SELECTOR, "#arms tr")) == 2
+    assert not browser.find_element(By.ID, "importance-table").is_displayed()  # asked for only
+    browser.find_element(By.ID, "importance-compute").click()
+    until(browser, lambda d: d.find_element(By.ID, "importance-table").is_displayed(), "importance")
+    want = http.get(
+        "/reports/compare", params={"names": ["cmp-random", "cmp-other"], "importance": "true"}
+    ).json()["importance"]
+    shown = {
+        row.get_attribute("data-arm"): [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        for row in browser.find_elements(By.CSS_SELECTOR, "#importance-rows tr")
+    }
+    figures = next(r for r in want if r["arm"] == "cmp-random")["importance"]
+    assert text(browser, "importance-head") == "ARM JOBS USED x y"  # names as spelled
+    assert shown["cmp-random"] == [
+        "cmp-random",
+        "10",
+        *(f"{math.floor(100 * figures[n] + 0.5)}%" for n in "xy"),
+    ]
+    assert shown["cmp-other"] == ["cmp-other", "3", "3 completed jobs, fewer than the 10 it needs"]
     screenshot(browser, "dashboard-compare.png")
 
     browser.get(f"{server.url}/ui/tuning-jobs/no-such-job")
