@@ -155,8 +155,9 @@ def test_waiting_for_other_processes_gpus_is_said_once(leases, caplog):
     with caplog.at_level("WARNING", logger="tuner.launchers"):
         assert [mine.free(1) for _ in range(3)] == [0, 0, 0]
     (record,) = caplog.records
-    assert record.getMessage() == (
-        f"waiting for GPU slots: other jobs on this machine hold GPUs 0 (leases in {leases.root})"
+    assert record.getMessage() == (  # who holds them, so a user knows what they wait for
+        f"waiting for GPU slots: other jobs on this machine hold them (GPU 0: theirs 1; "
+        f"leases in {leases.root})"
     )
     theirs.release("theirs")
     mine.take("mine", 1)
@@ -185,3 +186,18 @@ def test_a_key_whose_lease_is_live_is_not_taken_twice(leases):
     assert second.free(1) == 2  # the first lease is intact and counted once, nothing leaked
     first.release("j")
     assert second.free(1) == 3
+
+
+def test_the_wait_names_the_jobs_holding_each_gpu_the_largest_first(leases, caplog):
+    eighths, half = GpuSlots(["0", "1"], 8, leases), GpuSlots(["0", "1"], 2, leases)
+    half.take("big", 0.5)  # GPU 0
+    for i in range(12):
+        eighths.take(f"e{i:02}", 0.125)  # the least loaded first: 4 on GPU 0, 8 on GPU 1
+    with caplog.at_level("WARNING", logger="tuner.launchers"):
+        assert GpuSlots(["0", "1"], 1, leases).free(1) == 0
+    (record,) = caplog.records
+    assert record.getMessage().startswith(
+        "waiting for GPU slots: other jobs on this machine hold them (GPU 0: big 0.5, "
+        "e04 0.125, e06 0.125, e08 0.125 and 1 more; GPU 1: e00 0.125, e01 0.125, e02 0.125, "
+        "e03 0.125 and 4 more; leases in "
+    )

@@ -66,18 +66,21 @@ class GpuLeases:
     def loads(self, gpus: Sequence[str]) -> dict[str, float]:
         """The share of each GPU that live leases hold (call inside ``locked``); stale lease
         files are removed on the way."""
-        loads = dict.fromkeys(gpus, 0.0)
-        for gpu in gpus:
-            folder = self._folder(gpu)
-            with contextlib.suppress(FileNotFoundError):
-                for path in folder.iterdir():
-                    share = _live_share(path)
-                    if share is None:
-                        with contextlib.suppress(FileNotFoundError):
-                            path.unlink()
-                    else:
-                        loads[gpu] += share
-        return loads
+        return {gpu: sum(share for share, _ in self.holders(gpu)) for gpu in gpus}
+
+    def holders(self, gpu: str) -> list[tuple[float, str]]:
+        """``(share, job)`` of each live lease on ``gpu`` (call inside ``locked``); stale lease
+        files are removed on the way."""
+        found = []
+        with contextlib.suppress(FileNotFoundError):
+            for path in self._folder(gpu).iterdir():
+                lease = _live_lease(path)
+                if lease is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                else:
+                    found.append(lease)
+        return found
 
     def hold(self, gpu: str, key: str, share: float, job: str) -> int:
         """Take a lease of ``share`` of ``gpu`` for ``key`` (call inside ``locked``); returns
@@ -98,13 +101,13 @@ class GpuLeases:
     def is_held(self, gpu: str, key: str) -> bool:
         """Whether a live lease for ``key`` on ``gpu`` exists (one a job's wrapper still holds
         after the tuner that took it died)."""
-        return _live_share(self._path(gpu, key)) is not None
+        return _live_lease(self._path(gpu, key)) is not None
 
     def forget(self, gpu: str, key: str) -> None:
         """Remove ``key``'s lease file on ``gpu`` when nobody holds it any more (call inside
         ``locked``, after closing the descriptor)."""
         path = self._path(gpu, key)
-        if _live_share(path) is None:
+        if _live_lease(path) is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -115,9 +118,9 @@ class GpuLeases:
         return self._folder(gpu) / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def _live_share(path: Path) -> float | None:
-    """The share a lease file holds while somebody locks it; None for a stale or missing one
-    (an unreadable share counts as a whole GPU: never hand out what might be taken)."""
+def _live_lease(path: Path) -> tuple[float, str] | None:
+    """``(share, job)`` of a lease file while somebody locks it; None for a stale or missing
+    one (an unreadable share counts as a whole GPU: never hand out what might be taken)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -131,9 +134,10 @@ def _live_share(path: Path) -> float | None:
         else:
             return None  # nobody holds it
         try:
-            share = float(json.loads(os.pread(fd, 4096, 0))["share"])
-        except (ValueError, KeyError, TypeError):
-            return 1.0
-        return share if 0 < share <= 1 else 1.0
+            lease = json.loads(os.pread(fd, 4096, 0))
+            share, job = float(lease["share"]), str(lease.get("job", "?"))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return 1.0, "?"
+        return (share if 0 < share <= 1 else 1.0), job
     finally:
         os.close(fd)

@@ -67,13 +67,14 @@ class GpuSlots:
             return 0
         with self._host():
             count = _fitting(list(self._free_per_gpu().values()), gpus_per_job)
-        waiting = count == 0 and _fitting(self._own_free(), gpus_per_job) > 0
-        if waiting and not self._waiting:
-            log.warning(
-                "waiting for GPU slots: other jobs on this machine hold GPUs %s (leases in %s)",
-                ",".join(self.gpus),
-                self.leases.root if self.leases else "-",
-            )
+            waiting = count == 0 and _fitting(self._own_free(), gpus_per_job) > 0
+            if waiting and not self._waiting and self.leases is not None:
+                log.warning(
+                    "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
+                    "%s)",
+                    "; ".join(f"GPU {g}: {_holders(self.leases, g)}" for g in self.gpus),
+                    self.leases.root,
+                )
         self._waiting = waiting
         return count
 
@@ -170,6 +171,13 @@ class GpuSlots:
 
     def _host(self) -> contextlib.AbstractContextManager[None]:
         return self.leases.locked() if self.leases is not None else contextlib.nullcontext()
+
+
+def _holders(leases: GpuLeases, gpu: str, most: int = 4) -> str:
+    """``job share, ...`` of the leases on ``gpu``, the largest first, ``most`` of them."""
+    held = sorted(leases.holders(gpu), key=lambda lease: (-lease[0], lease[1]))
+    text = ", ".join(f"{job} {share:.3g}" for share, job in held[:most]) or "free"
+    return text + (f" and {len(held) - most} more" if len(held) > most else "")
 
 
 def _fitting(free: list[int], gpus_per_job: int) -> int:
