@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,23 @@ def test_the_wait_names_the_jobs_holding_each_gpu_the_largest_first(leases, capl
         "e04 0.125, e06 0.125, e08 0.125 and 1 more; GPU 1: e00 0.125, e01 0.125, e02 0.125, "
         "e03 0.125 and 4 more; leases in "
     )
+
+
+def test_the_default_directory_must_be_this_users_own(tmp_path, monkeypatch):
+    """In a temporary directory anyone may write in, another user could make the default lease
+    directory first (or a link to elsewhere) and drop or forge its leases: refused."""
+    monkeypatch.delenv(LEASE_DIR_ENV)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    default = tmp_path / f"tuner-gpu-leases-{os.getuid()}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    default.symlink_to(elsewhere)
+    with pytest.raises(LaunchError, match=r"is not a directory \(a symbolic link\?\); refused"):
+        LocalLauncher(gpus=["0"])
+    default.unlink()
+    LocalLauncher(gpus=["0"])  # made here: used
+    assert default.is_dir() and (default.stat().st_mode & 0o777) == 0o700
+    if os.getuid() == 0:  # root can give it away, as another user's would be
+        os.chown(default, 12345, -1)
+        with pytest.raises(LaunchError, match="belongs to uid 12345, not this user's; refused"):
+            LocalLauncher(gpus=["0"])

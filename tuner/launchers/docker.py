@@ -38,7 +38,7 @@ from typing import Any
 
 from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
-from tuner.launchers.gpu_leases import GpuLeases, default_root
+from tuner.launchers.gpu_leases import host_leases
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
@@ -96,7 +96,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             raise ValidationError(f"cpus must be > 0, got {cpus!r}")
         super().__init__()
         self.image = image
-        self.slots = GpuSlots(gpus, jobs_per_gpu, GpuLeases(default_root()))
+        self.slots = GpuSlots(gpus, jobs_per_gpu, host_leases())
         self.grace_period = grace_period
         self.cpus = cpus
         self.memory = memory

@@ -10,8 +10,9 @@ GPU's load is the sum of the shares of its locked leases; a lease file that nobo
 stale (its holder is gone) and is removed. Reading loads and taking a lease happen under
 ``<root>/.lock``, so that no two processes take the last share.
 
-``root``: ``TUNER_GPU_LEASE_DIR``, else ``<temporary directory>/tuner-gpu-leases-<uid>``: one
-user's processes share their GPUs; point several users at one directory to share across them.
+``root``: ``TUNER_GPU_LEASE_DIR``, else ``<temporary directory>/tuner-gpu-leases-<uid>`` (which
+must be this user's own real directory): one user's processes share their GPUs; point several
+users at one directory to share across them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,25 +34,31 @@ from tuner.errors import LaunchError
 LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"
 
 
-def default_root() -> Path:
-    """Where this process keeps its leases (the module docstring)."""
+def host_leases() -> GpuLeases:
+    """This machine's leases (the module docstring). The default directory, in a temporary
+    directory anyone may write in, must be this user's own real directory: one that another
+    user made (or a symbolic link) is refused, so nobody else can drop or forge its leases."""
     configured = os.environ.get(LEASE_DIR_ENV)
     if configured:
-        return Path(configured)
-    return Path(tempfile.gettempdir()) / f"tuner-gpu-leases-{os.getuid()}"
+        return GpuLeases(Path(configured))
+    return GpuLeases(Path(tempfile.gettempdir()) / f"tuner-gpu-leases-{os.getuid()}", own=True)
 
 
 class GpuLeases:
-    """Leases under one root directory (created on first use, mode 0700 when made here)."""
+    """Leases under one root directory (created on first use, mode 0700 when made here);
+    ``own``: the directory must be a real directory of this user's (``host_leases``)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, own: bool = False) -> None:
         self.root = Path(root)
+        self.own = own
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the root's lock: loads read and leases taken inside agree with every process."""
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if self.own:
+                _check_own(self.root)
             fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise LaunchError(
@@ -116,6 +124,15 @@ class GpuLeases:
 
     def _path(self, gpu: str, key: str) -> Path:
         return self._folder(gpu) / hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _check_own(root: Path) -> None:
+    """Raise ``PermissionError`` unless ``root`` is a real directory this user owns."""
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{root} is not a directory (a symbolic link?); refused")
+    if info.st_uid != os.getuid():
+        raise PermissionError(f"{root} belongs to uid {info.st_uid}, not this user's; refused")
 
 
 def _live_lease(path: Path) -> tuple[float, str] | None:

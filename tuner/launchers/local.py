@@ -38,7 +38,7 @@ from typing import IO
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
-from tuner.launchers.gpu_leases import GpuLeases, default_root
+from tuner.launchers.gpu_leases import host_leases
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import local_cores, thread_env
 from tuner.launchers.tracked import (
@@ -180,7 +180,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
         super().__init__()
-        self.slots = GpuSlots(gpus, jobs_per_gpu, GpuLeases(default_root()))
+        self.slots = GpuSlots(gpus, jobs_per_gpu, host_leases())
         self.grace_period = grace_period
         self.parallel_jobs = parallel_jobs
 
