@@ -64,13 +64,17 @@ function table() {
 
 // fANOVA per arm (GET /dashboard/compare?importance=true): asked for with the button, once,
 // since it takes seconds; the arm's reason stands in for figures it has none for.
+let selection = 0; // counts the Compare clicks: an answer for an earlier selection is dropped
+
 async function importance() {
   const q = new URLSearchParams({ importance: "true" });
-  for (const n of chosen) q.append("names", n);
+  for (const n of data ? Object.keys(data.statuses) : chosen) q.append("names", n); // as shown
+  const asked = selection;
   $("importance-compute").disabled = true;
   $("importance-note").textContent = "computing…";
   try {
     const rows = (await api("/dashboard/compare?" + q)).importance;
+    if (asked !== selection) return;
     const names = [...new Set(rows.flatMap((r) => Object.keys(r.importance || {})))];
     $("importance-head").replaceChildren(el("th", {}, "Arm"), el("th", { className: "num" }, "Jobs used"),
       ...names.map((n) => el("th", { className: "param" }, n)));
@@ -124,6 +128,7 @@ $("apply").addEventListener("click", () => {
   history.replaceState(null, "", "/ui/compare?" + q);
   if (cancel) cancel();
   data = null;
+  selection += 1;
   $("importance-table").classList.add("hidden"); // it was for the jobs chosen before
   $("importance-note").textContent = "";
   if (chosen.size) cancel = poll(refresh, 5000, live);
