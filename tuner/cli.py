@@ -30,6 +30,7 @@ from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
+from tuner.launchers.gpu_leases import host_leases
 from tuner.metrics import (
     LogMetricParser,
     MetricDefinition,
@@ -381,6 +382,27 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gpus(args: argparse.Namespace) -> int:
+    """Every GPU with leases on this machine: the share held and by which training jobs."""
+    leases = host_leases()
+    held = {}
+    if leases.root.exists():  # a reading verb makes no directory
+        with leases.locked():
+            held = {gpu: leases.holders(gpu) for gpu in args.ids or leases.gpus()}
+    print(f"GPU leases in {leases.root} (every tuner process of this user on this machine)")
+    for gpu, holders in held.items():
+        jobs = ", ".join(f"{job} {share:.3g}" for share, job in sorted(holders, key=_largest))
+        total = sum(share for share, _ in holders)
+        print(f"  GPU {gpu}: {f'{total:.3g} held by {jobs}' if holders else 'free'}")
+    if not held:
+        print("  none: no tuner process here has leased a GPU")
+    return 0
+
+
+def _largest(lease: tuple[float, str]) -> tuple[float, str]:
+    return -lease[0], lease[1]
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     """Ask for the stop, then (unless ``--no-wait``) wait until the tuning job has ended. Its
     process stops it; when no process holds it (its ``tuner run`` was killed, its lease ran
@@ -698,6 +720,12 @@ def parser() -> argparse.ArgumentParser:
     resume.add_argument("name")
     add_progress_flags(resume)
     resume.set_defaults(func=cmd_resume)
+
+    gpus = sub.add_parser(
+        "gpus", help="which training jobs hold which share of each GPU on this machine"
+    )
+    gpus.add_argument("ids", nargs="*", help="GPU ids to show (default: every one with leases)")
+    gpus.set_defaults(func=cmd_gpus)
 
     stop = sub.add_parser(
         "stop",

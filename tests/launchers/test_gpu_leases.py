@@ -23,6 +23,7 @@ from tuner.launchers.gpu_leases import LEASE_DIR_ENV, GpuLeases
 from tuner.launchers.slots import GpuSlots
 
 SLEEP = "import time; time.sleep(60)"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -91,9 +92,7 @@ def test_a_lease_lives_with_its_job_after_the_tuner_that_took_it_is_killed(lease
         f"workdir=Path({str(tmp_path / 'job')!r}), gpus_per_job=1)); "
         "print(handle, flush=True); time.sleep(60)"
     )
-    tuner = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=Path(__file__).parents[2]
-    )
+    tuner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=ROOT)
     assert tuner.stdout is not None
     handle = tuner.stdout.readline().decode().strip()
     tuner.kill()
@@ -222,3 +221,29 @@ def test_the_default_directory_must_be_this_users_own(tmp_path, monkeypatch):
         os.chown(default, 12345, -1)
         with pytest.raises(LaunchError, match="belongs to uid 12345, not this user's; refused"):
             LocalLauncher(gpus=["0"])
+
+
+def test_tuner_gpus_shows_which_jobs_hold_which_share(leases, tmp_path, monkeypatch):
+    def gpus(*ids: str) -> list[str]:
+        command = [sys.executable, "-m", "tuner", "gpus", *ids]
+        done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+        return done.stdout.splitlines()
+
+    head = f"GPU leases in {leases.root} (every tuner process of this user on this machine)"
+    quarters = LocalLauncher(gpus=["0", "1"], jobs_per_gpu=4)
+    handles = [
+        quarters.start(spec(tmp_path, SLEEP, name=f"q{i}", gpus_per_job=0.25)) for i in range(3)
+    ]
+    assert gpus() == [
+        head,
+        "  GPU 0: 0.5 held by q0 0.25, q2 0.25",
+        "  GPU 1: 0.25 held by q1 0.25",
+    ]
+    assert gpus("1", "7") == [head, "  GPU 1: 0.25 held by q1 0.25", "  GPU 7: free"]
+    for handle in handles:
+        quarters.stop(handle)
+        wait(quarters, handle)
+    assert gpus() == [head, "  GPU 0: free", "  GPU 1: free"]
+    monkeypatch.setenv(LEASE_DIR_ENV, str(tmp_path / "never-used"))
+    assert gpus()[1:] == ["  none: no tuner process here has leased a GPU"]
+    assert not (tmp_path / "never-used").exists()  # a reading verb makes no directory

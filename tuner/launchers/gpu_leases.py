@@ -27,7 +27,7 @@ import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from tuner.errors import LaunchError
 
@@ -89,6 +89,16 @@ class GpuLeases:
                 else:
                     found.append(lease)
         return found
+
+    def gpus(self) -> list[str]:
+        """The GPU ids that have (had) leases here, in sorted order."""
+        with contextlib.suppress(FileNotFoundError):
+            return sorted(
+                unquote(p.name.removeprefix("gpu-"))
+                for p in self.root.iterdir()
+                if p.is_dir() and p.name.startswith("gpu-")
+            )
+        return []
 
     def hold(self, gpu: str, key: str, share: float, job: str) -> int:
         """Take a lease of ``share`` of ``gpu`` for ``key`` (call inside ``locked``); returns
