@@ -30,7 +30,7 @@ from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
-from tuner.launchers.gpu_leases import host_leases
+from tuner.launchers.gpu_leases import holders_text, host_leases
 from tuner.metrics import (
     LogMetricParser,
     MetricDefinition,
@@ -391,16 +391,11 @@ def cmd_gpus(args: argparse.Namespace) -> int:
             held = {gpu: leases.holders(gpu) for gpu in args.ids or leases.gpus()}
     print(f"GPU leases in {leases.root} (every tuner process of this user on this machine)")
     for gpu, holders in held.items():
-        jobs = ", ".join(f"{job} {share:.3g}" for share, job in sorted(holders, key=_largest))
         total = sum(share for share, _ in holders)
-        print(f"  GPU {gpu}: {f'{total:.3g} held by {jobs}' if holders else 'free'}")
+        print(f"  GPU {gpu}: {f'{total:.3g} held by ' if holders else ''}{holders_text(holders)}")
     if not held:
         print("  none: no tuner process here has leased a GPU")
     return 0
-
-
-def _largest(lease: tuple[float, str]) -> tuple[float, str]:
-    return -lease[0], lease[1]
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

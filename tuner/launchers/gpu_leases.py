@@ -44,6 +44,15 @@ def host_leases() -> GpuLeases:
     return GpuLeases(Path(tempfile.gettempdir()) / f"tuner-gpu-leases-{os.getuid()}", own=True)
 
 
+def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> str:
+    """``job share, ...`` of ``(share, job)`` leases, the largest share first (then by name),
+    at most ``most`` of them ("and N more"); "free" for none."""
+    ranked = sorted(held, key=lambda lease: (-lease[0], lease[1]))
+    shown = ranked if most is None else ranked[:most]
+    text = ", ".join(f"{job} {share:.3g}" for share, job in shown) or "free"
+    return text + (f" and {len(ranked) - len(shown)} more" if len(shown) < len(ranked) else "")
+
+
 class GpuLeases:
     """Leases under one root directory (created on first use, mode 0700 when made here);
     ``own``: the directory must be a real directory of this user's (``host_leases``)."""

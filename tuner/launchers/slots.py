@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 
 from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
-from tuner.launchers.gpu_leases import GpuLeases
+from tuner.launchers.gpu_leases import GpuLeases, holders_text
 
 log = logging.getLogger("tuner.launchers")
 EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
@@ -72,7 +72,9 @@ class GpuSlots:
                 log.warning(
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
                     "%s)",
-                    "; ".join(f"GPU {g}: {_holders(self.leases, g)}" for g in self.gpus),
+                    "; ".join(
+                        f"GPU {g}: {holders_text(self.leases.holders(g), 4)}" for g in self.gpus
+                    ),
                     self.leases.root,
                 )
         self._waiting = waiting
@@ -171,13 +173,6 @@ class GpuSlots:
 
     def _host(self) -> contextlib.AbstractContextManager[None]:
         return self.leases.locked() if self.leases is not None else contextlib.nullcontext()
-
-
-def _holders(leases: GpuLeases, gpu: str, most: int = 4) -> str:
-    """``job share, ...`` of the leases on ``gpu``, the largest first, ``most`` of them."""
-    held = sorted(leases.holders(gpu), key=lambda lease: (-lease[0], lease[1]))
-    text = ", ".join(f"{job} {share:.3g}" for share, job in held[:most]) or "free"
-    return text + (f" and {len(held) - most} more" if len(held) > most else "")
 
 
 def _fitting(free: list[int], gpus_per_job: int) -> int:
