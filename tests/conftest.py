@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from tuner.launchers.gpu_leases import LEASE_DIR_ENV
+from tuner.launchers.host_leases import LEASE_DIR_ENV
 from tuner.storage import Store
 
 JOBS = Path(__file__).parent / "jobs"
 FAKE_TRAIN = JOBS / "fake_train.py"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
-# GPU leases are host-wide (tuner.launchers.gpu_leases): this run's fake GPU ids must not be
+# GPU leases are host-wide (tuner.launchers.host_leases): this run's fake GPU ids must not be
 # counted against another run of the suite, or a developer's tuner, on the same machine.
 os.environ[LEASE_DIR_ENV] = tempfile.mkdtemp(prefix="tuner-test-gpu-leases-")
 atexit.register(shutil.rmtree, os.environ[LEASE_DIR_ENV], ignore_errors=True)

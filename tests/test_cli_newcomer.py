@@ -208,6 +208,7 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--max-running-tuning-jobs", "0"], "must be a whole number >= 1; got '0'"),
         (["serve", "--max-parallel-jobs", "x"], "must be a whole number >= 1; got 'x'"),
         (["serve", "--max-parallel-jobs", "\u00b2"], "must be a whole number >= 1; got '\u00b2'"),
+        (["serve", "--max-local-jobs", "0"], "must be a whole number >= 1; got '0'"),
         (
             ["--storage", "sqlite://", "serve", "--port", "0"],
             "not an in-memory SQLite database; got 'sqlite://'",
@@ -233,6 +234,13 @@ def test_a_token_no_client_could_send_is_refused_without_showing_it(tmp_path, to
     assert f"got a value of {len(token)} characters" in result.stderr
     assert "Uvicorn running" not in result.stderr and repr(token) not in result.stderr
     assert not token.strip() or token.strip() not in result.stderr
+
+
+def test_a_bad_local_job_limit_in_the_environment_is_refused_before_the_service_starts(tmp_path):
+    result = tuner(tmp_path, "serve", "--port", "0", env={"TUNER_MAX_LOCAL_JOBS": "all"})
+    assert result.returncode == 2, result.stderr
+    assert "TUNER_MAX_LOCAL_JOBS must be a whole number of at least 1; got 'all'" in result.stderr
+    assert "Uvicorn running" not in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "inf"])

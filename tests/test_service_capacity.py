@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_resume import definition, wait_for
-from tuner import TuningStatus
+from tuner import TrainingStatus, TuningStatus
 from tuner import service as service_module
 from tuner.errors import StoreUnavailable, ValidationError
 from tuner.launch_policy import LaunchPolicy
@@ -304,3 +304,33 @@ def test_tuning_jobs_of_one_service_never_hold_more_than_the_gpu_together(tmp_pa
     held = [sum(s for b, e, s in spans if b <= start < e) for start, _, _ in spans]
     assert max(held) <= 1  # each job's start: the shares of those running then, itself included
     assert any(h == 1 for h in held)  # and they did share the GPU: two halves at once
+
+
+def test_tuning_jobs_of_one_service_never_run_more_local_jobs_than_the_machines_limit(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """``TUNER_MAX_LOCAL_JOBS=2`` (``tuner serve --max-local-jobs 2``) and two tuning jobs of
+    three parallel training jobs each: never more than two run at once, by their own clocks,
+    and both tuning jobs complete."""
+    monkeypatch.setenv("TUNER_MAX_LOCAL_JOBS", "2")
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2)
+    names = ["first", "second"]
+    try:
+        for name in names:
+            body = definition(tmp_path, 0.6, max_jobs=4, max_parallel_jobs=3)
+            service.submit(body.model_copy(update={"name": name}))
+        wait_for(lambda: all(ended(store, n) for n in names), timeout=120)
+    finally:
+        service.shutdown()
+    spans = []
+    for name in names:
+        assert store.get_tuning_job(name).status is TuningStatus.COMPLETED
+        jobs = store.list_training_jobs(name)
+        assert [j.number for j in jobs] == [1, 2, 3, 4]  # no start was recorded and redone
+        for job in jobs:
+            assert job.status is TrainingStatus.COMPLETED, job.failure_reason
+            times = json.loads((Path(job.workdir) / "output" / "times.json").read_text())
+            spans.append((times["start"], times["end"]))
+    at_once = [sum(b <= start < e for b, e in spans) for start, _ in spans]
+    assert max(at_once) == 2  # at each start, those running then (itself included)

@@ -30,7 +30,9 @@ from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
 from tuner.errors import TunerError, ValidationError
-from tuner.launchers.gpu_leases import holders_text, host_leases
+from tuner.launchers.host_leases import gpu_pool, holders_text, host_leases
+from tuner.launchers.local_limit import LIMIT_ENV, limit_from_env
+from tuner.launchers.local_limit import POOL as PLACES
 from tuner.metrics import (
     LogMetricParser,
     MetricDefinition,
@@ -383,18 +385,23 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    """Every GPU with leases on this machine: the share held and by which training jobs."""
+    """Every GPU with leases on this machine: the share held and by which training jobs; and
+    the local job places held under ``TUNER_MAX_LOCAL_JOBS`` (when no ids are asked for)."""
     leases = host_leases()
-    held = {}
+    held, places = {}, []
     if leases.root.exists():  # a reading verb makes no directory
         with leases.locked():
-            held = {gpu: leases.holders(gpu) for gpu in args.ids or leases.gpus()}
+            held = {gpu: leases.holders(gpu_pool(gpu)) for gpu in args.ids or leases.gpus()}
+            places = [] if args.ids else leases.holders(PLACES)
     print(f"GPU leases in {leases.root} (every tuner process of this user on this machine)")
     for gpu, holders in held.items():
         total = sum(share for share, _ in holders)
         print(f"  GPU {gpu}: {f'{total:.3g} held by ' if holders else ''}{holders_text(holders)}")
     if not held:
         print("  none: no tuner process here has leased a GPU")
+    if places:
+        total = sum(share for share, _ in places)
+        print(f"Local job places ({LIMIT_ENV}): {total:.3g} held by {holders_text(places)}")
     return 0
 
 
@@ -604,10 +611,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TUNER_MAX_RUNNING_TUNING_JOBS"] = str(args.max_running_tuning_jobs)
     if args.max_parallel_jobs is not None:
         os.environ["TUNER_MAX_PARALLEL_JOBS"] = str(args.max_parallel_jobs)
+    if args.max_local_jobs is not None:
+        os.environ[LIMIT_ENV] = str(args.max_local_jobs)
     lease_seconds()  # a bad TUNER_LEASE_SECONDS is refused here, not in the server's start-up
     workers_from_env()
     count_from_env("TUNER_MAX_RUNNING_TUNING_JOBS", 1)  # the same for these
     count_from_env("TUNER_MAX_PARALLEL_JOBS", 1)
+    limit_from_env()
     if in_memory(default_url()):  # its requests and its tuning jobs would see two databases
         raise ValidationError(
             "tuner serve needs a database file or server (--storage, TUNER_DATABASE_URL), "
@@ -797,6 +807,12 @@ def parser() -> argparse.ArgumentParser:
         "--max-parallel-jobs",
         type=positive_count,
         help="the most max_parallel_jobs a definition may ask for; more is refused (default 100)",
+    )
+    serve.add_argument(
+        "--max-local-jobs",
+        type=positive_count,
+        help="the most local training jobs run at once on this machine, by this service and "
+        "every other tuner process; more wait for a place (default: no limit)",
     )
     levels = ["critical", "error", "warning", "info", "debug", "trace"]
     serve.add_argument("--log-level", default="info", choices=levels)

@@ -34,3 +34,8 @@ class LeaseLost(TunerError):
 class LauncherUnavailable(LaunchError):
     """The launcher's engine or cluster controller did not answer (a Docker engine or slurmctld
     restarting): nothing was started or decided; the same call may succeed later."""
+
+
+class LauncherFull(LauncherUnavailable):
+    """The room ``free_slots`` offered (GPU slots, local job places) was taken by another tuner
+    process meanwhile: nothing was started; the same start may succeed when room frees up."""

@@ -47,6 +47,10 @@ Guarantees:
   created is handed to the strategy before its own jobs are replayed, on every (re)start; it
   changes no counter (parents' jobs never count towards ``max_jobs``, the patience of
   ``max_jobs_without_improvement`` or the best job).
+- A start for which another tuner process took the room meanwhile (``LauncherFull``: a GPU
+  slot or local job place that the launcher's ``free_slots`` offered) stays recorded Pending
+  and is started, before any new configuration, when room frees up; one still waiting when the
+  tuning job ends is recorded Stopped (``NOT_STARTED_AT_END``).
 - After each ask, the strategy's ``describe()`` is stored with the tuning job when it changed
   (``describe``'s ``strategy_state``).
 - With an ``owner``, the scheduler holds the tuning job's lease in the store and renews it; if
@@ -72,7 +76,13 @@ from typing import Any
 from tuner import signal_safe
 from tuner.artifacts import ArtifactUploader, BackgroundUploads
 from tuner.definition import TuningJobDefinition
-from tuner.errors import LaunchError, LauncherUnavailable, LeaseLost, StoreUnavailable
+from tuner.errors import (
+    LauncherFull,
+    LaunchError,
+    LauncherUnavailable,
+    LeaseLost,
+    StoreUnavailable,
+)
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
@@ -110,6 +120,7 @@ UPLOAD_WAIT_SECONDS = 30.0  # how long a tuning job stopped by a signal waits fo
 UNREAD_EXIT = "its exit status could not be read after the tuner re-attached to it"
 MAX_OUTSIDE_RERUNS = 2  # a configuration ended that way a third time fails (a loop otherwise)
 NEVER_STARTED = "stopped before it started: its tuning job was asked to stop"
+NOT_STARTED_AT_END = "stopped before it started: its tuning job ended while it waited for room"
 SIGNALLED = "interrupted"  # a tuning job ended by Ctrl-C or SIGTERM to its process
 STOPPED_BY_TUNER = "stopped by the tuner"  # a training job its tuner stopped (not early)
 
@@ -233,6 +244,7 @@ class Scheduler:
         self._last_renewal = time.monotonic()
         self.running: dict[str, _Running] = {}
         self.reruns: list[Config] = []
+        self.waiting: list[TrainingJob] = []  # recorded, not started: others took the room
         self.launched = 0  # started jobs that count against max_jobs
         self.last_number = 0
         self.failed = 0
@@ -322,9 +334,13 @@ class Scheduler:
             if verdict is not None:
                 return verdict
             progressed |= self._launch_free_slots()
-            if not self.running and (
-                self.launched >= self.definition.max_jobs
-                or (self.strategy.exhausted and not self.reruns)
+            if (
+                not self.running
+                and not self.waiting
+                and (
+                    self.launched >= self.definition.max_jobs
+                    or (self.strategy.exhausted and not self.reruns)
+                )
             ):
                 return self._budget_verdict()
             sleep = MIN_SLEEP if progressed else min(sleep * 2, self.poll_interval)
@@ -446,13 +462,17 @@ class Scheduler:
         if free <= 0 or time.monotonic() < self._launch_paused_until:
             return False
         self._renew_lease()  # right before launching: never two launchers for one tuning job
+        if self.waiting:  # recorded starts that found no room come first, new ones next round
+            for job in [self.waiting.pop(0) for _ in range(min(free, len(self.waiting)))]:
+                self._start(job)
+            return True
         configs = [self.reruns.pop(0) for _ in range(min(free, len(self.reruns)))]
         if len(configs) < free and not self.strategy.exhausted:
             configs += self.strategy.ask(free - len(configs))
             self._record_strategy_state()
         for i, config in enumerate(configs):
-            if time.monotonic() < self._launch_paused_until:  # the engine went away meanwhile
-                self.reruns.extend(configs[i:])
+            if self.waiting or time.monotonic() < self._launch_paused_until:
+                self.reruns.extend(configs[i:])  # room ran out, or the engine went, meanwhile
                 break
             self.last_number += 1
             began = time.monotonic()
@@ -500,6 +520,10 @@ class Scheduler:
         (spec.workdir / "output").mkdir(parents=True, exist_ok=True)
         try:
             handle = self.launcher.start(spec)
+        except LauncherFull:  # not started: it waits, recorded, for room (budget kept)
+            self.launched -= 1
+            self.waiting.append(job)
+            return
         except LauncherUnavailable as exc:  # not started: run it again later, budget kept
             self.launched -= 1
             self._launch_paused_until = time.monotonic() + self._launch_retry
@@ -920,6 +944,12 @@ class Scheduler:
         the uploads of their outputs (at most ``upload_wait`` seconds, if given)."""
         for run in self.running.values():
             self.launcher.stop(run.handle)
+        while self.waiting:
+            job = self.waiting.pop(0)
+            ended = self.store.finish_training_job(
+                job.name, TrainingStatus.STOPPED, failure_reason=NOT_STARTED_AT_END
+            )
+            self._emit("ended", ended)
         while self.running:
             self._poll_running()
             if self.running:

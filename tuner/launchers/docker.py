@@ -38,7 +38,7 @@ from typing import Any
 
 from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
-from tuner.launchers.gpu_leases import host_leases
+from tuner.launchers.host_leases import host_leases
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher

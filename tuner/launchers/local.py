@@ -3,7 +3,7 @@
 Each job runs in its own working directory and process group (``start_new_session``), with stdout
 and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id in ``gpus`` offers
 ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them through
-``CUDA_VISIBLE_DEVICES``; the slots are host-wide leases (``tuner.launchers.gpu_leases``) whose
+``CUDA_VISIBLE_DEVICES``; the slots are host-wide leases (``tuner.launchers.host_leases``) whose
 locks the job's wrapper inherits, so other tuner processes on the machine count them for as long
 as the job runs. Each job gets a fair share of the CPU threads
 (``tuner/launchers/threads.py``: the cores divided by ``parallel_jobs``). Stopping signals the
@@ -38,7 +38,8 @@ from typing import IO
 from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
-from tuner.launchers.gpu_leases import host_leases
+from tuner.launchers.host_leases import host_leases
+from tuner.launchers.local_limit import LocalJobLimit, limit_from_env
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import local_cores, thread_env
 from tuner.launchers.tracked import (
@@ -180,12 +181,15 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         if grace_period < 0:
             raise ValidationError(f"grace_period must be >= 0 seconds, got {grace_period!r}")
         super().__init__()
-        self.slots = GpuSlots(gpus, jobs_per_gpu, host_leases())
+        leases = host_leases()
+        self.slots = GpuSlots(gpus, jobs_per_gpu, leases)
+        self.places = LocalJobLimit(limit_from_env(), leases)
         self.grace_period = grace_period
         self.parallel_jobs = parallel_jobs
 
     def free_slots(self, gpus_per_job: float) -> int | None:
-        return self.slots.free(gpus_per_job)
+        counts = [self.slots.free(gpus_per_job), self.places.free()]
+        return min((c for c in counts if c is not None), default=None)
 
     def start(self, spec: LaunchSpec) -> str:
         if spec.name in self._jobs:
@@ -193,15 +197,21 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         spec.workdir.mkdir(parents=True, exist_ok=True)
         if spec.shared_dir is not None:  # TUNER_SHARED_DIR: there for the job to write in
             spec.shared_dir.mkdir(parents=True, exist_ok=True)
-        gpus = self.slots.take(spec.name, spec.gpus_per_job, key=str(spec.workdir))
-        threads = thread_env(local_cores(), self.parallel_jobs, os.environ, spec.env)
+        self.places.take(spec.name, key=str(spec.workdir))
+        try:
+            gpus = self.slots.take(spec.name, spec.gpus_per_job, key=str(spec.workdir))
+        except BaseException:
+            self.places.release(spec.name)
+            raise
+        at_once = min(self.parallel_jobs, self.places.limit or self.parallel_jobs)
+        threads = thread_env(local_cores(), at_once, os.environ, spec.env)
         env = {**os.environ, **threads, **spec.env}
         env["PATH"] = with_interpreter_dir(env.get("PATH", ""))
         env[LAUNCH_MARKER] = str(spec.workdir)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         if spec.cwd is not None and not Path(spec.cwd).is_dir():
-            self.slots.release(spec.name)
+            self._release(spec.name)
             raise LaunchError(
                 f"cannot start {spec.argv[0]!r} for job {spec.name}: working_directory "
                 f"{str(spec.cwd)!r} is not a directory"
@@ -210,7 +220,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         if any("\x00" in arg for arg in spec.argv):
             why = "a NUL byte in an argument"
         if why is not None:
-            self.slots.release(spec.name)
+            self._release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {why}")
         with contextlib.suppress(FileNotFoundError):
             (spec.workdir / EXIT_FILE).unlink()  # a status from an earlier start is not ours
@@ -225,12 +235,12 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=self.slots.descriptors(spec.name),  # its GPU leases live as long as it
+                pass_fds=self._descriptors(spec.name),  # its leases live as long as it does
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             log.close()
             reader.close()
-            self.slots.release(spec.name)
+            self._release(spec.name)
             raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
         handle = f"local:{process.pid}:{start_ticks(process.pid)}:{spec.name}"
         write_atomically(spec.workdir / HANDLE_FILE, handle)
@@ -273,6 +283,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             return False  # (alive first: a wrapper writes the status before it exits)
         ids = [g for g in (gpus or "").split(",") if g]
         job.gpus = self.slots.take_these(spec.name, ids, key=str(spec.workdir))
+        self.places.take_again(spec.name, key=str(spec.workdir))
         self._jobs[handle] = job
         return True
 
@@ -317,13 +328,14 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
                     os.kill(pid, sig)
 
     def close(self) -> None:
-        """Close the logs and GPU leases this launcher holds open; the jobs run on (their own
+        """Close the logs and leases this launcher holds open; the jobs run on (their own
         copies)."""
         for job in self._jobs.values():
             if job.log is not None:
                 job.log.close()
                 job.log = None
         self.slots.close()
+        self.places.close()
         super().close()
 
     def poll(self, handle: str) -> JobStatus:
@@ -346,5 +358,13 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         job.finished = True
         if job.log is not None:
             job.log.close()
-        self.slots.release(job.spec.name)
+        self._release(job.spec.name)
         return self._ended(job, code)
+
+    def _descriptors(self, name: str) -> list[int]:
+        """The locked lease descriptors job ``name`` holds (GPUs, its place), for its wrapper."""
+        return [*self.slots.descriptors(name), *self.places.descriptors(name)]
+
+    def _release(self, name: str) -> None:
+        self.slots.release(name)
+        self.places.release(name)

@@ -3,11 +3,11 @@ of ``gpus_per_job`` distinct GPUs, the least loaded first. Shared by every launc
 asks for a fraction of a GPU takes one slot; ``jobs_per_gpu_for`` says how many slots a GPU must
 offer for that fraction.
 
-With ``leases`` (``tuner.launchers.gpu_leases``; the local and Docker launchers' default) a slot
+With ``leases`` (``tuner.launchers.host_leases``; the local and Docker launchers' default) a slot
 is also a host-wide lease of 1/``jobs_per_gpu`` of the GPU, so a GPU's load counts the jobs of
 every tuner process on the machine, whatever their slot size: a GPU that other tuning jobs fill
 offers no slot here until they end. A start that finds the slots ``free`` promised taken by
-another process meanwhile raises ``LauncherUnavailable`` (run it again later); one asked beyond
+another process meanwhile raises ``LauncherFull`` (run it again later); one asked beyond
 what ``free`` offered, with only this process's jobs holding the GPUs, is ``LaunchError``.
 """
 
@@ -19,8 +19,8 @@ import math
 import os
 from collections.abc import Sequence
 
-from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
-from tuner.launchers.gpu_leases import GpuLeases, holders_text
+from tuner.errors import LauncherFull, LaunchError, ValidationError
+from tuner.launchers.host_leases import HostLeases, gpu_pool, holders_text
 
 log = logging.getLogger("tuner.launchers")
 EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
@@ -38,7 +38,7 @@ class GpuSlots:
         self,
         gpus: Sequence[str | int] = (),
         jobs_per_gpu: int = 1,
-        leases: GpuLeases | None = None,
+        leases: HostLeases | None = None,
     ) -> None:
         if not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
             raise ValidationError(f"jobs_per_gpu must be an integer >= 1, got {jobs_per_gpu!r}")
@@ -73,7 +73,8 @@ class GpuSlots:
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
                     "%s)",
                     "; ".join(
-                        f"GPU {g}: {holders_text(self.leases.holders(g), 4)}" for g in self.gpus
+                        f"GPU {g}: {holders_text(self.leases.holders(gpu_pool(g)), 4)}"
+                        for g in self.gpus
                     ),
                     self.leases.root,
                 )
@@ -98,9 +99,7 @@ class GpuSlots:
             if len(chosen) < count:
                 message = f"job {job} needs {count} GPU slots, only {len(chosen)} are free"
                 if _fitting(self._own_free(), count) > 0:  # this process's jobs leave room
-                    raise LauncherUnavailable(
-                        f"{message}: other jobs on this machine took them meanwhile"
-                    )
+                    raise LauncherFull(f"{message}: other jobs on this machine took them meanwhile")
                 raise LaunchError(message)
             return self._hold(job, sorted(chosen, key=self.gpus.index), key or job, fresh=True)
 
@@ -121,7 +120,7 @@ class GpuSlots:
         if self.leases is not None and gpus:
             with self._host():
                 for g in gpus:
-                    self.leases.forget(g, key)
+                    self.leases.forget(gpu_pool(g), key)
 
     def close(self) -> None:
         """Let go of this process's lease descriptors (a launcher that closes leaves its jobs
@@ -142,8 +141,8 @@ class GpuSlots:
             share = 1 / self.jobs_per_gpu
             try:
                 for g in gpus:
-                    if fresh or not self.leases.is_held(g, key):
-                        descriptors.append(self.leases.hold(g, key, share, job))
+                    if fresh or not self.leases.is_held(gpu_pool(g), key):
+                        descriptors.append(self.leases.hold(gpu_pool(g), key, share, job))
             except OSError as exc:
                 for fd in descriptors:
                     os.close(fd)
@@ -166,7 +165,7 @@ class GpuSlots:
         if self.leases is None:
             return dict(zip(self.gpus, self._own_free(), strict=True))
         try:
-            loads = self.leases.loads(self.gpus)
+            loads = {g: self.leases.load(gpu_pool(g)) for g in self.gpus}
         except OSError as exc:
             raise LaunchError(f"cannot read the GPU leases in {self.leases.root}: {exc}") from None
         return {g: math.floor(self.jobs_per_gpu * (1 - loads[g]) + EPSILON) for g in self.gpus}

@@ -17,9 +17,9 @@ import pytest
 from tests.launchers.test_contract import spec, wait
 from tests.test_resume import wait_for
 from tuner import LaunchError
-from tuner.errors import LauncherUnavailable
+from tuner.errors import LauncherFull
 from tuner.launchers import LocalLauncher
-from tuner.launchers.gpu_leases import LEASE_DIR_ENV, GpuLeases
+from tuner.launchers.host_leases import LEASE_DIR_ENV, HostLeases
 from tuner.launchers.slots import GpuSlots
 
 SLEEP = "import time; time.sleep(60)"
@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def leases(tmp_path, monkeypatch) -> GpuLeases:
+def leases(tmp_path, monkeypatch) -> HostLeases:
     """A lease directory of this test's own (launchers read it from the environment)."""
     root = tmp_path / "leases"
     monkeypatch.setenv(LEASE_DIR_ENV, str(root))
-    return GpuLeases(root)
+    return HostLeases(root)
 
 
 def test_two_tuners_launchers_share_one_gpu_and_its_end_frees_it(leases, tmp_path):
@@ -71,7 +71,7 @@ def test_a_slot_taken_by_another_process_meanwhile_is_a_start_to_try_again(lease
     mine, theirs = GpuSlots(["0"], 1, leases), GpuSlots(["0"], 1, leases)
     assert mine.free(1) == 1
     theirs.take("theirs", 1)
-    with pytest.raises(LauncherUnavailable, match="needs 1 GPU slots, only 0 are free: other"):
+    with pytest.raises(LauncherFull, match="needs 1 GPU slots, only 0 are free: other"):
         mine.take("mine", 1)
     mine_only = GpuSlots(["0"], 1, leases)  # a launcher asked beyond its own slots: a mistake
     theirs.release("theirs")
@@ -132,7 +132,7 @@ def test_an_unusable_lease_directory_is_refused_when_the_launcher_is_made(tmp_pa
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv(LEASE_DIR_ENV, str(blocker))
-    with pytest.raises(LaunchError, match=f"cannot use {blocker} for GPU leases"):
+    with pytest.raises(LaunchError, match=f"cannot use {blocker} for leases"):
         LocalLauncher(gpus=["0"])
     LocalLauncher()  # without GPUs there is nothing to lease
 
@@ -208,7 +208,7 @@ def test_the_default_directory_must_be_this_users_own(tmp_path, monkeypatch):
     directory first (or a link to elsewhere) and drop or forge its leases: refused."""
     monkeypatch.delenv(LEASE_DIR_ENV)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    default = tmp_path / f"tuner-gpu-leases-{os.getuid()}"
+    default = tmp_path / f"tuner-leases-{os.getuid()}"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     default.symlink_to(elsewhere)

@@ -1,18 +1,20 @@
-"""Host-wide GPU leases: every tuner process on one machine (the service's workers, two ``tuner
-run``s, a comparison beside a service) sees the GPU shares the others' training jobs hold, so
-that together they never hand out more of a GPU than there is.
+"""Host-wide leases: every tuner process on one machine (the service's workers, two ``tuner
+run``s, a comparison beside a service) sees what the others' training jobs hold, so that
+together they never hand out more than there is: a GPU (``tuner.launchers.slots``), or the
+machine's places for local training jobs (``tuner.launchers.local_limit``).
 
-A lease is a file ``<root>/gpu-<id>/<key hash>`` holding, as JSON, the share of the GPU it
-takes (``share``: 1/k of the GPU) and who took it. Its holder keeps it locked (``flock``) for as
-long as it holds it; the local launcher passes the locked descriptor on to the job's wrapper, so
-the lease lives exactly as long as the job does, even when the tuner that started it dies. A
-GPU's load is the sum of the shares of its locked leases; a lease file that nobody locks is
-stale (its holder is gone) and is removed. Reading loads and taking a lease happen under
-``<root>/.lock``, so that no two processes take the last share.
+Leases come in pools (``gpu-<id>`` for each GPU, ``local-jobs``). A lease is a file
+``<root>/<pool>/<key hash>`` holding, as JSON, the share of the pool it takes (``share``: 1/k)
+and who took it. Its holder keeps it locked (``flock``) for as long as it holds it; the local
+launcher passes the locked descriptor on to the job's wrapper, so the lease lives exactly as long
+as the job does, even when the tuner that started it dies. A pool's load is the sum of the
+shares of its locked leases; a lease file that nobody locks is stale (its holder is gone) and is
+removed. Reading loads and taking a lease happen under ``<root>/.lock``, so that no two
+processes take the last share.
 
-``root``: ``TUNER_GPU_LEASE_DIR``, else ``<temporary directory>/tuner-gpu-leases-<uid>`` (which
-must be this user's own real directory): one user's processes share their GPUs; point several
-users at one directory to share across them.
+``root``: ``TUNER_LEASE_DIR`` (or its earlier name ``TUNER_GPU_LEASE_DIR``), else
+``<temporary directory>/tuner-leases-<uid>`` (which must be this user's own real directory): one
+user's processes share the machine; point several users at one directory to share across them.
 """
 
 from __future__ import annotations
@@ -31,17 +33,24 @@ from urllib.parse import quote, unquote
 
 from tuner.errors import LaunchError
 
-LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"
+LEASE_DIR_ENV = "TUNER_LEASE_DIR"
+EARLIER_LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"  # its name until local jobs had leases too
+GPU_POOL = "gpu-"  # a GPU's pool is ``gpu-<id>``
 
 
-def host_leases() -> GpuLeases:
+def host_leases() -> HostLeases:
     """This machine's leases (the module docstring). The default directory, in a temporary
     directory anyone may write in, must be this user's own real directory: one that another
     user made (or a symbolic link) is refused, so nobody else can drop or forge its leases."""
-    configured = os.environ.get(LEASE_DIR_ENV)
+    configured = os.environ.get(LEASE_DIR_ENV) or os.environ.get(EARLIER_LEASE_DIR_ENV)
     if configured:
-        return GpuLeases(Path(configured))
-    return GpuLeases(Path(tempfile.gettempdir()) / f"tuner-gpu-leases-{os.getuid()}", own=True)
+        return HostLeases(Path(configured))
+    return HostLeases(Path(tempfile.gettempdir()) / f"tuner-leases-{os.getuid()}", own=True)
+
+
+def gpu_pool(gpu: str) -> str:
+    """The pool of GPU ``gpu``'s leases."""
+    return GPU_POOL + gpu
 
 
 def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> str:
@@ -53,7 +62,7 @@ def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> 
     return text + (f" and {len(ranked) - len(shown)} more" if len(shown) < len(ranked) else "")
 
 
-class GpuLeases:
+class HostLeases:
     """Leases under one root directory (created on first use, mode 0700 when made here);
     ``own``: the directory must be a real directory of this user's (``host_leases``)."""
 
@@ -71,7 +80,7 @@ class GpuLeases:
             fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise LaunchError(
-                f"cannot use {self.root} for GPU leases (set {LEASE_DIR_ENV} to a directory "
+                f"cannot use {self.root} for leases (set {LEASE_DIR_ENV} to a directory "
                 f"this user may write in): {exc}"
             ) from None
         try:
@@ -80,17 +89,17 @@ class GpuLeases:
         finally:
             os.close(fd)  # releases the lock
 
-    def loads(self, gpus: Sequence[str]) -> dict[str, float]:
-        """The share of each GPU that live leases hold (call inside ``locked``); stale lease
+    def load(self, pool: str) -> float:
+        """The share of ``pool`` that live leases hold (call inside ``locked``); stale lease
         files are removed on the way."""
-        return {gpu: sum(share for share, _ in self.holders(gpu)) for gpu in gpus}
+        return sum(share for share, _ in self.holders(pool))
 
-    def holders(self, gpu: str) -> list[tuple[float, str]]:
-        """``(share, job)`` of each live lease on ``gpu`` (call inside ``locked``); stale lease
+    def holders(self, pool: str) -> list[tuple[float, str]]:
+        """``(share, job)`` of each live lease in ``pool`` (call inside ``locked``); stale lease
         files are removed on the way."""
         found = []
         with contextlib.suppress(FileNotFoundError):
-            for path in self._folder(gpu).iterdir():
+            for path in self._folder(pool).iterdir():
                 lease = _live_lease(path)
                 if lease is None:
                     with contextlib.suppress(FileNotFoundError):
@@ -103,16 +112,16 @@ class GpuLeases:
         """The GPU ids that have (had) leases here, in sorted order."""
         with contextlib.suppress(FileNotFoundError):
             return sorted(
-                unquote(p.name.removeprefix("gpu-"))
+                unquote(p.name).removeprefix(GPU_POOL)
                 for p in self.root.iterdir()
-                if p.is_dir() and p.name.startswith("gpu-")
+                if p.is_dir() and p.name.startswith(GPU_POOL)
             )
         return []
 
-    def hold(self, gpu: str, key: str, share: float, job: str) -> int:
-        """Take a lease of ``share`` of ``gpu`` for ``key`` (call inside ``locked``); returns
+    def hold(self, pool: str, key: str, share: float, job: str) -> int:
+        """Take a lease of ``share`` of ``pool`` for ``key`` (call inside ``locked``); returns
         the locked descriptor (close-on-exec; a launcher passes it to its job on purpose)."""
-        path = self._path(gpu, key)
+        path = self._path(pool, key)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -125,24 +134,24 @@ class GpuLeases:
             raise
         return fd
 
-    def is_held(self, gpu: str, key: str) -> bool:
-        """Whether a live lease for ``key`` on ``gpu`` exists (one a job's wrapper still holds
+    def is_held(self, pool: str, key: str) -> bool:
+        """Whether a live lease for ``key`` in ``pool`` exists (one a job's wrapper still holds
         after the tuner that took it died)."""
-        return _live_lease(self._path(gpu, key)) is not None
+        return _live_lease(self._path(pool, key)) is not None
 
-    def forget(self, gpu: str, key: str) -> None:
-        """Remove ``key``'s lease file on ``gpu`` when nobody holds it any more (call inside
+    def forget(self, pool: str, key: str) -> None:
+        """Remove ``key``'s lease file in ``pool`` when nobody holds it any more (call inside
         ``locked``, after closing the descriptor)."""
-        path = self._path(gpu, key)
+        path = self._path(pool, key)
         if _live_lease(path) is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def _folder(self, gpu: str) -> Path:
-        return self.root / f"gpu-{quote(gpu, safe='')}"
+    def _folder(self, pool: str) -> Path:
+        return self.root / quote(pool, safe="")
 
-    def _path(self, gpu: str, key: str) -> Path:
-        return self._folder(gpu) / hashlib.sha256(key.encode()).hexdigest()[:32]
+    def _path(self, pool: str, key: str) -> Path:
+        return self._folder(pool) / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _check_own(root: Path) -> None:

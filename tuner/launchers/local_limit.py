@@ -1,0 +1,130 @@
+"""A machine-wide limit on local training jobs: at most ``TUNER_MAX_LOCAL_JOBS`` of them run at
+once on this machine, counted across every tuner process that shares the lease directory (the
+service's workers, ``tuner run``s, comparisons), whatever each one's ``max_parallel_jobs``.
+
+Each local job holds a lease of 1/limit of the ``local-jobs`` pool (``tuner.launchers.host_leases``)
+for as long as it runs; its wrapper inherits the locked descriptor, so the place stays taken
+when the tuner that started the job dies and is freed when the job ends. Unset, there is no
+limit and no lease is taken.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+from tuner.errors import LauncherFull, LaunchError, ValidationError
+from tuner.launchers.host_leases import HostLeases, holders_text
+
+log = logging.getLogger("tuner.launchers")
+LIMIT_ENV = "TUNER_MAX_LOCAL_JOBS"
+POOL = "local-jobs"
+EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
+
+
+def limit_from_env() -> int | None:
+    """``TUNER_MAX_LOCAL_JOBS`` as a whole number >= 1, None when unset; ValidationError naming
+    the variable, the rule and the value otherwise."""
+    raw = os.environ.get(LIMIT_ENV, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise ValidationError(f"{LIMIT_ENV} must be a whole number of at least 1; got {raw!r}")
+    return int(raw)
+
+
+class LocalJobLimit:
+    """The places of ``limit`` local jobs in ``leases``' ``local-jobs`` pool (no limit: None)."""
+
+    def __init__(self, limit: int | None, leases: HostLeases) -> None:
+        self.limit = limit
+        self.leases = leases
+        if limit is not None:
+            with leases.locked():  # an unusable directory is refused before any job
+                pass
+        self._keys: dict[str, str] = {}
+        self._descriptors: dict[str, int] = {}
+        self._waiting = False  # the last ``free`` found only other processes' jobs in the way
+
+    def free(self) -> int | None:
+        """How many more local jobs may start now (None: no limit). When other processes' jobs
+        fill the places, that is logged once (a tuning job waits for them, and says why)."""
+        if self.limit is None:
+            return None
+        with self.leases.locked():
+            count = self._free()
+            waiting = count == 0 and len(self._keys) < self.limit
+            if waiting and not self._waiting:
+                log.warning(
+                    "waiting for a local job place: %s=%d jobs run on this machine (%s; leases "
+                    "in %s)",
+                    LIMIT_ENV,
+                    self.limit,
+                    holders_text(self.leases.holders(POOL), 4),
+                    self.leases.root,
+                )
+        self._waiting = waiting
+        return count
+
+    def take(self, job: str, key: str) -> None:
+        """A place for ``job`` (``key``: its lease's unique name, e.g. the job's folder);
+        ``LauncherFull`` when another process took the last one meanwhile."""
+        if self.limit is None:
+            return
+        with self.leases.locked():
+            if self._free() <= 0:
+                raise LauncherFull(
+                    f"job {job}: {LIMIT_ENV}={self.limit} local jobs already run on this machine"
+                )
+            self._hold(job, key)
+
+    def take_again(self, job: str, key: str) -> None:
+        """Record that ``job`` (re-attached after a restart) holds a place; its lease is taken
+        again where its wrapper no longer holds it, even beyond the limit: the job runs."""
+        if self.limit is None:
+            return
+        with self.leases.locked():
+            if not self.leases.is_held(POOL, key):
+                self._hold(job, key)
+            else:
+                self._keys[job] = key
+
+    def release(self, job: str) -> None:
+        key = self._keys.pop(job, None)
+        fd = self._descriptors.pop(job, None)
+        if fd is not None:
+            os.close(fd)
+        if key is not None:
+            with self.leases.locked():
+                self.leases.forget(POOL, key)
+
+    def close(self) -> None:
+        """Let go of this process's lease descriptors (a launcher that closes leaves its jobs
+        running, and each job's wrapper holds its own copy)."""
+        for fd in self._descriptors.values():
+            os.close(fd)
+        self._descriptors.clear()
+
+    def descriptors(self, job: str) -> list[int]:
+        """The locked lease descriptor ``job`` holds, to pass on to its process."""
+        return [self._descriptors[job]] if job in self._descriptors else []
+
+    def _free(self) -> int:
+        assert self.limit is not None
+        try:
+            load = self.leases.load(POOL)
+        except OSError as exc:
+            raise LaunchError(f"cannot read the leases in {self.leases.root}: {exc}") from None
+        return max(0, math.floor(self.limit * (1 - load) + EPSILON))
+
+    def _hold(self, job: str, key: str) -> None:
+        assert self.limit is not None
+        try:
+            fd = self.leases.hold(POOL, key, 1 / self.limit, job)
+        except OSError as exc:
+            raise LaunchError(
+                f"job {job}: cannot take a local job lease in {self.leases.root}: {exc}"
+            ) from None
+        self._keys[job] = key
+        self._descriptors[job] = fd
