@@ -8,7 +8,9 @@ local job runs under (``exit_keeper.py``: a second, bare Python interpreter per 
 exit status outlives the tuner), which a third run, xargs starting the wrapper, measures alone.
 A fourth run is the tuner again with every job on one (pretend) GPU shared by ``parallel`` jobs,
 so each start and each scheduler pass goes through the host-wide GPU leases
-(``tuner/launchers/gpu_leases.py``), in a lease directory of its own.
+(``tuner/launchers/host_leases.py``), in a lease directory of its own. A fifth is the tuner
+with the machine-wide limit on local jobs set to ``parallel`` (``TUNER_MAX_LOCAL_JOBS``), so each
+job holds a place lease and each scheduler pass reads them.
 
     python bench/scheduler_overhead.py [--jobs 500] [--parallel 8]
 """
@@ -25,8 +27,9 @@ from pathlib import Path
 
 from tuner import ContinuousParameter, HyperparameterTuner
 from tuner.launchers.exit_keeper import EXIT_FILE
-from tuner.launchers.gpu_leases import LEASE_DIR_ENV
+from tuner.launchers.host_leases import LEASE_DIR_ENV
 from tuner.launchers.local import KEEPER_COMMAND
+from tuner.launchers.local_limit import LIMIT_ENV
 
 ECHO = "/bin/echo accuracy=0.5"
 
@@ -76,6 +79,9 @@ def main() -> None:
         tuner_s, configs = run_tuner(Path(tmp), args.jobs, args.parallel)
         os.environ[LEASE_DIR_ENV] = f"{tmp}/leases"
         leased_s, _ = run_tuner(Path(tmp) / "gpu", args.jobs, args.parallel, gpu=True)
+        os.environ[LIMIT_ENV] = str(args.parallel)
+        placed_s, _ = run_tuner(Path(tmp) / "places", args.jobs, args.parallel)
+        del os.environ[LIMIT_ENV]
         arguments = [f"--x {c['x']!r}" for c in configs]
         # The local launcher's wrapper started as it starts it, a status file per job.
         keeper_s = run_xargs(
@@ -93,6 +99,7 @@ def main() -> None:
         ("xargs + the wrapper", keeper_s),
         ("tuner", tuner_s),
         ("tuner, GPU leases", leased_s),
+        ("tuner, local places", placed_s),
     ):
         print(f"  {label:<20}: {seconds:6.2f} s  ({1000 * seconds / args.jobs:.2f} ms/job)")
     print(f"  ratio tuner / xargs: {tuner_s / xargs_s:.1f}x")
@@ -101,6 +108,7 @@ def main() -> None:
     wrapper = 1000 * (keeper_s - xargs_s) / args.jobs
     print(f"  tuner overhead: {per_job:.2f} ms per job, the wrapper's share {wrapper:.2f} ms")
     print(f"  ratio tuner with GPU leases / tuner: {leased_s / tuner_s:.2f}x")
+    print(f"  ratio tuner with {LIMIT_ENV}={args.parallel} / tuner: {placed_s / tuner_s:.2f}x")
 
 
 if __name__ == "__main__":
