@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import skip_or_fail
 from tests.launchers.docker_image import build_image
 from tuner.launchers import Launcher, LocalLauncher
+from tuner.launchers.host_leases import LEASE_DIR_ENV, HostLeases
 
 IMAGE = "tuner-test-python:latest"
 
@@ -117,3 +118,11 @@ def kind(make: Callable[..., Launcher]) -> str:
 
 
 __all__ = ["Path", "kind"]
+
+
+@pytest.fixture
+def leases(tmp_path, monkeypatch) -> HostLeases:
+    """A lease directory of the test's own (launchers read it from the environment)."""
+    root = tmp_path / "leases"
+    monkeypatch.setenv(LEASE_DIR_ENV, str(root))
+    return HostLeases(root)

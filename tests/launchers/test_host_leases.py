@@ -19,19 +19,11 @@ from tests.test_resume import wait_for
 from tuner import LaunchError
 from tuner.errors import LauncherFull
 from tuner.launchers import LocalLauncher
-from tuner.launchers.host_leases import LEASE_DIR_ENV, HostLeases
+from tuner.launchers.host_leases import LEASE_DIR_ENV
 from tuner.launchers.slots import GpuSlots
 
 SLEEP = "import time; time.sleep(60)"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def leases(tmp_path, monkeypatch) -> HostLeases:
-    """A lease directory of this test's own (launchers read it from the environment)."""
-    root = tmp_path / "leases"
-    monkeypatch.setenv(LEASE_DIR_ENV, str(root))
-    return HostLeases(root)
 
 
 def test_two_tuners_launchers_share_one_gpu_and_its_end_frees_it(leases, tmp_path):

@@ -9,31 +9,25 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.launchers.test_contract import spec, wait
+from tests.launchers.test_host_leases import ROOT, SLEEP
 from tests.launchers.test_threads import run_local
 from tests.test_resume import wait_for
 from tuner import LaunchError, ValidationError
 from tuner.errors import LauncherFull
 from tuner.launchers import LaunchSpec, LocalLauncher
-from tuner.launchers.host_leases import LEASE_DIR_ENV, HostLeases
+from tuner.launchers.host_leases import LEASE_DIR_ENV
 from tuner.launchers.local_limit import LIMIT_ENV, POOL, LocalJobLimit
 from tuner.launchers.threads import THREAD_VARIABLES, local_cores
 
-SLEEP = "import time; time.sleep(60)"
-ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture
-def leases(tmp_path, monkeypatch) -> HostLeases:
-    """A lease directory of this test's own, and a limit of two local jobs on the machine."""
-    root = tmp_path / "leases"
-    monkeypatch.setenv(LEASE_DIR_ENV, str(root))
+@pytest.fixture(autouse=True)
+def two_places(monkeypatch) -> None:
+    """At most two local jobs on the machine (the lease directory: the ``leases`` fixture)."""
     monkeypatch.setenv(LIMIT_ENV, "2")
-    return HostLeases(root)
 
 
 def stop(launcher: LocalLauncher, handle: str) -> None:
