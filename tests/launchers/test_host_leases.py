@@ -19,7 +19,7 @@ from tests.test_resume import wait_for
 from tuner import LaunchError
 from tuner.errors import LauncherFull
 from tuner.launchers import LocalLauncher
-from tuner.launchers.host_leases import LEASE_DIR_ENV
+from tuner.launchers.host_leases import EARLIER_LEASE_DIR_ENV, LEASE_DIR_ENV, host_leases
 from tuner.launchers.slots import GpuSlots
 
 SLEEP = "import time; time.sleep(60)"
@@ -239,3 +239,12 @@ def test_tuner_gpus_shows_which_jobs_hold_which_share(leases, tmp_path, monkeypa
     monkeypatch.setenv(LEASE_DIR_ENV, str(tmp_path / "never-used"))
     assert gpus()[1:] == ["  none: no tuner process here has leased a GPU"]
     assert not (tmp_path / "never-used").exists()  # a reading verb makes no directory
+
+
+def test_the_directorys_earlier_variable_is_still_read(tmp_path, monkeypatch):
+    """TUNER_GPU_LEASE_DIR named it before local jobs had leases too; the new name wins."""
+    monkeypatch.delenv(LEASE_DIR_ENV)
+    monkeypatch.setenv(EARLIER_LEASE_DIR_ENV, str(tmp_path / "earlier"))
+    assert host_leases().root == tmp_path / "earlier"
+    monkeypatch.setenv(LEASE_DIR_ENV, str(tmp_path / "now"))
+    assert host_leases().root == tmp_path / "now"

@@ -5,8 +5,10 @@ and stderr going to ``<workdir>/log.txt``. GPUs are handed out as slots: each id
 ``jobs_per_gpu`` slots, a job takes ``gpus_per_job`` distinct GPUs and sees them through
 ``CUDA_VISIBLE_DEVICES``; the slots are host-wide leases (``tuner.launchers.host_leases``) whose
 locks the job's wrapper inherits, so other tuner processes on the machine count them for as long
-as the job runs. Each job gets a fair share of the CPU threads
-(``tuner/launchers/threads.py``: the cores divided by ``parallel_jobs``). Stopping signals the
+as the job runs. So does a job's place under ``TUNER_MAX_LOCAL_JOBS``, the machine-wide bound on
+local jobs (``tuner.launchers.local_limit``; unset: none). Each job gets a fair share of the CPU
+threads (``tuner/launchers/threads.py``: the cores divided by ``parallel_jobs``, or by that bound
+when it is lower). Stopping signals the
 whole process group: SIGTERM, then SIGKILL after ``grace_period`` seconds; when the job's main
 process ends, whatever it left behind in its group is killed too. The job's handle is written to
 ``<workdir>/handle`` as soon as it has started, so a tuner that dies before recording the start can
