@@ -298,6 +298,33 @@ def test_a_re_attached_container_keeps_its_gpu_slot(launcher, tmp_path, monkeypa
     launcher.client.containers.get(handle.split(":", 1)[1]).remove(force=True)
 
 
+def test_a_containers_gpu_lease_outlives_the_tuner_that_started_it(
+    launcher, tmp_path, monkeypatch, docker_host
+):
+    """A tuner killed while its container ran let go of the container's GPU lease: another
+    tuning job could start on that GPU beside it. The lease keeper holds it until the
+    container's first process ends; a tuner adopting the container counts it once."""
+    from tuner.launchers.docker import DockerLauncher
+
+    monkeypatch.setattr(launcher, "device_requests", lambda gpus: [])  # no NVIDIA runtime here
+    sleep = [PYTHON, "-c", "import time; time.sleep(60)"]
+    spec = LaunchSpec("kept", sleep, tmp_path / "kept", gpus_per_job=1)
+    handle = launcher.start(spec)
+    launcher.slots.close()  # the tuner's own copies of its leases: gone as if it were killed
+    other = DockerLauncher(launcher.image, docker_host=docker_host, gpus=["0"])
+    try:
+        assert other.free_slots(1) == 0  # GPU 0 is still the container's
+        assert other.adopt(handle, spec, "0") and other.free_slots(1) == 0  # counted once
+        launcher.client.containers.get(handle.split(":", 1)[1]).kill()
+        deadline = time.monotonic() + 30
+        while other.poll(handle).running:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert other.free_slots(1) == 1
+    finally:
+        other.close()
+
+
 def test_a_sigterm_from_outside_is_an_interruption_and_the_tuners_own_is_not(launcher, tmp_path):
     """An engine shutting down stops its containers with SIGTERM; they were Failed "killed by
     signal 15" (and used up max_failed_jobs). SIGTERM the tuner did not send is reported

@@ -6,7 +6,9 @@ bind-mounted at the same path inside the container, so ``TUNER_OUTPUT_DIR`` mean
 thing in and out; a working directory and the tuning job's shared folder (``spec.shared_dir``,
 which holds the trials' common compile cache), when given, are mounted the same way. GPUs are
 handed out as slots like the local launcher's (host-wide leases, held by this process while it
-watches the container, taken again when a restarted tuner adopts it) and reach the container as
+watches the container and, on a local engine, by ``lease_keeper.py`` for as long as the
+container's first process runs, so a container whose tuner was killed still counts; taken again
+when a restarted tuner adopts it where nobody holds them) and reach the container as
 ``device_requests`` (the NVIDIA container runtime sees only those GPUs). CPU and memory limits,
 the network mode and the user (default: the tuner's own uid:gid, so outputs belong to the user)
 are settings; each container gets a fair share of CPU threads (``tuner/launchers/threads.py``:
@@ -30,10 +32,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tuner.errors import LaunchError, LauncherUnavailable, ValidationError
@@ -42,11 +47,13 @@ from tuner.launchers.host_leases import host_leases
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import thread_env
 from tuner.launchers.tracked import HANDLE_FILE, LOG_FILE, TrackedJob, TrackedLauncher
+from tuner.owners import start_ticks
 
 LABEL = "tuner.training-job"
 GPU_LABEL = "tuner.gpus"  # the GPU ids a container was given, for a tuner that re-attaches
 LOG_DRAIN_STALL = 30.0  # seconds without log growth after which an ended job's copy gives up
 ENGINE_PATIENCE = 120.0  # seconds an unanswering engine is waited for, per job
+LEASE_KEEPER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("lease_keeper.py")))
 INTERRUPTED_NOTE = (
     "its container got SIGTERM from outside the tuner (the Docker engine stopping its "
     "containers as it shuts down, or a docker stop)"
@@ -62,6 +69,7 @@ class _Container(TrackedJob):
     log_size: int = -1  # while the log is drained: its size at the last growth ...
     log_grew: float = 0.0  # ... and when that was (time.monotonic())
     unreachable_since: float | None = None  # time.monotonic() of the first failed poll
+    keeper: subprocess.Popen[bytes] | None = None  # holds its GPU leases (lease_keeper.py)
 
 
 def _exit_code(raw: int) -> int:
@@ -106,6 +114,10 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self._engine_cores: int | None = None
         self._engine_away = False  # a start found the engine not answering
         self._unremoved: set[str] = set()  # jobs whose containers could not be removed
+        # Its containers' processes are this machine's (a unix socket): leases can follow them.
+        self._local_engine = (docker_host or os.environ.get("DOCKER_HOST") or "unix://").startswith(
+            "unix://"
+        )
         try:
             self.client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else (docker.from_env())
@@ -210,9 +222,42 @@ class DockerLauncher(TrackedLauncher[_Container]):
     ) -> None:
         job = _Container(spec, started, gpus, container=container)
         job.began_at = time.time() - (time.monotonic() - started)
+        job.keeper = self._keep_leases(spec.name, container)
         job.follower = threading.Thread(target=self._follow, args=(job,), daemon=True)
         job.follower.start()
         self._jobs[handle] = job
+
+    def _keep_leases(self, name: str, container: Any) -> subprocess.Popen[bytes] | None:
+        """A ``lease_keeper.py`` holding the GPU leases this process took for job ``name`` for
+        as long as its container's first process runs; None when it took none, or when that
+        process is not this machine's to watch (a remote engine, the tuner in a container)."""
+        descriptors = self.slots.descriptors(name)
+        if not descriptors or not self._local_engine:
+            return None
+        try:
+            container.reload()
+            pid = int(container.attrs["State"].get("Pid") or 0)
+        except Exception:  # the engine went away or the container ended: polls tell
+            return None
+        ticks = start_ticks(pid) if pid > 0 else 0
+        if not ticks:
+            return None
+        return subprocess.Popen(
+            [*LEASE_KEEPER, str(pid), str(ticks)],
+            pass_fds=descriptors,
+            start_new_session=True,  # a signal to the tuner's group does not end it
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _release(self, job: _Container) -> None:
+        """Give back the job's GPU slots: its keeper goes too, so they are free at once."""
+        if job.keeper is not None:
+            job.keeper.kill()
+            job.keeper.wait()
+            job.keeper = None
+        self.slots.release(job.spec.name)
 
     def _follow(self, job: _Container) -> None:
         """Copy the container's output, from its start, into the log file as it streams."""
@@ -279,7 +324,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         if state["Status"] == "removed":
             job.note = "its container was removed (not by the tuner) before its end was read"
         job.finished = True
-        self.slots.release(job.spec.name)
+        self._release(job)
         try:
             job.container.remove(force=True)
         except docker.errors.NotFound:
@@ -300,7 +345,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             f"read (its container may still run): {str(exc)[:300]}"
         )
         job.finished = True
-        self.slots.release(job.spec.name)
+        self._release(job)
         return self._ended(job, None)
 
     def _signal(self, job: _Container, sig: int) -> None:
