@@ -19,16 +19,19 @@ import pytest
 from hypothesis import settings
 
 from tuner.launchers.host_leases import LEASE_DIR_ENV
+from tuner.launchers.local_limit import LIMIT_ENV
 from tuner.storage import Store
 
 JOBS = Path(__file__).parent / "jobs"
 FAKE_TRAIN = JOBS / "fake_train.py"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
-# GPU leases are host-wide (tuner.launchers.host_leases): this run's fake GPU ids must not be
-# counted against another run of the suite, or a developer's tuner, on the same machine.
-os.environ[LEASE_DIR_ENV] = tempfile.mkdtemp(prefix="tuner-test-gpu-leases-")
+# Leases are host-wide (tuner.launchers.host_leases): this run's fake GPU ids and local jobs
+# must not be counted against another run of the suite, or a developer's tuner, on the same
+# machine; nor may a developer's machine-wide bound on local jobs hold the suite's jobs back.
+os.environ[LEASE_DIR_ENV] = tempfile.mkdtemp(prefix="tuner-test-leases-")
 atexit.register(shutil.rmtree, os.environ[LEASE_DIR_ENV], ignore_errors=True)
+os.environ.pop(LIMIT_ENV, None)
 
 # Property tests: random examples on a developer's machine (to find bugs), the same examples
 # on every CI run (a CI that fails one run in twenty blocks landings at random), and never a
