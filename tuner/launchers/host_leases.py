@@ -24,6 +24,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -36,6 +37,7 @@ from tuner.errors import LaunchError
 LEASE_DIR_ENV = "TUNER_LEASE_DIR"
 EARLIER_LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"  # its name until local jobs had leases too
 GPU_POOL = "gpu-"  # a GPU's pool is ``gpu-<id>``
+EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
 
 
 def host_leases() -> HostLeases:
@@ -46,6 +48,11 @@ def host_leases() -> HostLeases:
     if configured:
         return HostLeases(Path(configured))
     return HostLeases(Path(tempfile.gettempdir()) / f"tuner-leases-{os.getuid()}", own=True)
+
+
+def shares_left(load: float, per_whole: int) -> int:
+    """How many more leases of 1/``per_whole`` fit in a pool that ``load`` of is held."""
+    return max(0, math.floor(per_whole * (1 - load) + EPSILON))
 
 
 def gpu_pool(gpu: str) -> str:

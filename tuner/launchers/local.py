@@ -41,6 +41,7 @@ from tuner.errors import LaunchError, ValidationError
 from tuner.launchers.base import JobStatus, LaunchSpec
 from tuner.launchers.exit_keeper import EXIT_FILE, read_exit_code
 from tuner.launchers.host_leases import host_leases
+from tuner.launchers.lease_keeper import running as runs
 from tuner.launchers.local_limit import LocalJobLimit, limit_from_env
 from tuner.launchers.slots import GpuSlots
 from tuner.launchers.threads import local_cores, thread_env
@@ -96,16 +97,6 @@ class _LocalJob(TrackedJob):
     pid: int = 0
     ticks: int = 0  # the process's start time in clock ticks, against pid reuse
     log: IO[bytes] | None = None
-
-
-def _alive(pid: int, ticks: int) -> bool:
-    """The process ``pid`` that started at ``ticks`` still runs (and is not a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0] != "Z" and int(fields[19]) == ticks
 
 
 def _processes() -> Iterator[Path]:
@@ -281,7 +272,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             return False
         if kind != "local" or not (spec.workdir / LOG_FILE).exists():
             return False
-        if not _alive(job.pid, job.ticks) and not (spec.workdir / EXIT_FILE).exists():
+        if not runs(job.pid, job.ticks) and not (spec.workdir / EXIT_FILE).exists():
             return False  # (alive first: a wrapper writes the status before it exits)
         ids = [g for g in (gpus or "").split(",") if g]
         job.gpus = self.slots.take_these(spec.name, ids, key=str(spec.workdir))
@@ -318,7 +309,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         the group but the wrapper (a group-wide SIGTERM reached the program twice: directly and
         forwarded by the wrapper, and 'a second SIGTERM means quit now' lost the checkpoint).
         The wrapper forwards it when no other member is found (the job is still starting)."""
-        if job.process is None and not _alive(job.pid, job.ticks):
+        if job.process is None and not runs(job.pid, job.ticks):
             return  # an adopted job's pid may belong to someone else by now
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if sig == signal.SIGKILL:
@@ -349,7 +340,7 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
             code = job.process.poll()
             running = code is None
         else:
-            running = _alive(job.pid, job.ticks)
+            running = runs(job.pid, job.ticks)
         if running:
             return self._still_running(job)
         if code is None:  # not our child: the wrapper kept the status in the job's folder

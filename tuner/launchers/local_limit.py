@@ -11,16 +11,14 @@ limit and no lease is taken.
 from __future__ import annotations
 
 import logging
-import math
 import os
 
 from tuner.errors import LauncherFull, LaunchError, ValidationError
-from tuner.launchers.host_leases import HostLeases, holders_text
+from tuner.launchers.host_leases import HostLeases, holders_text, shares_left
 
 log = logging.getLogger("tuner.launchers")
 LIMIT_ENV = "TUNER_MAX_LOCAL_JOBS"
 POOL = "local-jobs"
-EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
 
 
 def limit_from_env() -> int | None:
@@ -116,7 +114,7 @@ class LocalJobLimit:
             load = self.leases.load(POOL)
         except OSError as exc:
             raise LaunchError(f"cannot read the leases in {self.leases.root}: {exc}") from None
-        return max(0, math.floor(self.limit * (1 - load) + EPSILON))
+        return shares_left(load, self.limit)
 
     def _hold(self, job: str, key: str) -> None:
         assert self.limit is not None

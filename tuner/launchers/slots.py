@@ -20,10 +20,9 @@ import os
 from collections.abc import Sequence
 
 from tuner.errors import LauncherFull, LaunchError, ValidationError
-from tuner.launchers.host_leases import HostLeases, gpu_pool, holders_text
+from tuner.launchers.host_leases import HostLeases, gpu_pool, holders_text, shares_left
 
 log = logging.getLogger("tuner.launchers")
-EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
 
 
 def jobs_per_gpu_for(gpus_per_job: float, jobs_per_gpu: int = 1) -> int:
@@ -168,7 +167,7 @@ class GpuSlots:
             loads = {g: self.leases.load(gpu_pool(g)) for g in self.gpus}
         except OSError as exc:
             raise LaunchError(f"cannot read the GPU leases in {self.leases.root}: {exc}") from None
-        return {g: math.floor(self.jobs_per_gpu * (1 - loads[g]) + EPSILON) for g in self.gpus}
+        return {g: shares_left(loads[g], self.jobs_per_gpu) for g in self.gpus}
 
     def _host(self) -> contextlib.AbstractContextManager[None]:
         return self.leases.locked() if self.leases is not None else contextlib.nullcontext()
