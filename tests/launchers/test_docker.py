@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -328,6 +329,35 @@ def test_a_containers_gpu_lease_outlives_the_tuner_that_started_it(
             time.sleep(0.05)
     finally:
         other.close()
+
+
+def test_the_lease_keeper_watches_only_a_process_of_the_container(
+    tmp_path, monkeypatch, docker_host, docker_image
+):
+    """The engine reports its host's pid; a tuner in a container of its own sees another
+    process, or none, under that number, and a keeper watching it would hold the GPU for that
+    process's life. The pid is watched only where its cgroup names the container."""
+    from tuner.launchers.docker import DockerLauncher, in_container
+
+    launcher = DockerLauncher(docker_image, docker_host=docker_host, gpus=["6"])
+    monkeypatch.setattr(launcher, "device_requests", lambda gpus: [])  # no NVIDIA runtime here
+    sleep = [PYTHON, "-c", "import time; time.sleep(60)"]
+    handle = launcher.start(LaunchSpec("watched", sleep, tmp_path / "w", gpus_per_job=1))
+    try:
+        container = launcher._jobs[handle].container
+        pid = int(container.attrs["State"]["Pid"])
+        assert in_container(pid, container.id) and launcher._jobs[handle].keeper is not None
+        assert not in_container(os.getpid(), container.id)
+        assert not in_container(pid, "0" * 64) and not in_container(2**22 + 1, container.id)
+
+        # as the engine answers a tuner whose pid namespace is not the host's
+        elsewhere = SimpleNamespace(
+            id=container.id, attrs={"State": {"Pid": os.getpid()}}, reload=lambda: None
+        )
+        assert launcher._keep_leases("watched", elsewhere) is None
+    finally:
+        launcher.stop(handle)
+        launcher.close()
 
 
 def test_a_sigterm_from_outside_is_an_interruption_and_the_tuners_own_is_not(launcher, tmp_path):

@@ -72,6 +72,16 @@ class _Container(TrackedJob):
     keeper: subprocess.Popen[bytes] | None = None  # holds its GPU leases (lease_keeper.py)
 
 
+def in_container(pid: int, container_id: str) -> bool:
+    """Whether process ``pid`` of this machine's ``/proc`` runs in container ``container_id``
+    (its cgroup path names the container). The engine reports its own host's pids: a tuner in
+    a container of its own sees other processes, or none, under the same numbers."""
+    try:
+        return container_id in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
+
+
 def _exit_code(raw: int) -> int:
     """Docker reports 128+N for a process killed by signal N; report -N like Popen does."""
     return -(raw - 128) if 128 < raw <= 128 + 64 else raw
@@ -239,7 +249,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
             pid = int(container.attrs["State"].get("Pid") or 0)
         except Exception:  # the engine went away or the container ended: polls tell
             return None
-        ticks = start_ticks(pid) if pid > 0 else 0
+        ticks = start_ticks(pid) if pid > 0 and in_container(pid, container.id) else 0
         if not ticks:
             return None
         return subprocess.Popen(
