@@ -159,6 +159,23 @@ def test_waiting_for_other_processes_gpus_is_said_once(leases, caplog):
     mine.release("mine")
 
 
+def test_a_wait_that_keeps_coming_back_is_said_once_a_minute_not_at_every_start(monkeypatch):
+    """Under lasting contention each freed place is taken and the wait begins again: the
+    warning came at every job start. Now at the first wait and then at most once a minute."""
+    from tuner.launchers import host_leases
+
+    clock = [1000.0]
+    monkeypatch.setattr(host_leases.time, "monotonic", lambda: clock[0])
+    notice = host_leases.WaitNotice()
+    said = []
+    for second in range(0, 150, 5):  # a place frees every 5 s and is taken: wait, start, ...
+        clock[0] = 1000.0 + second
+        said += [second] if notice.due(True) else []
+        assert not notice.due(True)  # the same wait, asked again: nothing new to say
+        notice.due(False)
+    assert said == [0, 60, 120]
+
+
 def test_a_closed_launchers_job_holds_its_lease_until_it_ends(leases, tmp_path):
     """A launcher that closes (its tuning job ended or was handed over, its jobs left running)
     lets go of its copies: the lease then ends with the job, not with the tuner's process."""

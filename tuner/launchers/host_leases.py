@@ -28,6 +28,7 @@ import math
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -38,6 +39,7 @@ LEASE_DIR_ENV = "TUNER_LEASE_DIR"
 EARLIER_LEASE_DIR_ENV = "TUNER_GPU_LEASE_DIR"  # its name until local jobs had leases too
 GPU_POOL = "gpu-"  # a GPU's pool is ``gpu-<id>``
 EPSILON = 1e-6  # shares of 1/3 add up to 1.0000000000000002
+WAIT_NOTICE_SECONDS = 60.0  # a wait that goes on is said again at most this often
 
 
 def host_leases() -> HostLeases:
@@ -67,6 +69,25 @@ def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> 
     shown = ranked if most is None else ranked[:most]
     text = ", ".join(f"{job} {share:.3g}" for share, job in shown) or "free"
     return text + (f" and {len(ranked) - len(shown)} more" if len(shown) < len(ranked) else "")
+
+
+class WaitNotice:
+    """When to say that a tuning job waits for other processes' jobs: as a wait begins, and
+    under lasting contention (a place frees, is taken, the wait begins again) at most once per
+    ``WAIT_NOTICE_SECONDS``, not at every job start."""
+
+    def __init__(self) -> None:
+        self._waiting = False
+        self._said_at = -math.inf
+
+    def due(self, waiting: bool) -> bool:
+        """Whether to say so now, given whether this pass waits for other processes' jobs."""
+        begins = waiting and not self._waiting
+        self._waiting = waiting
+        if begins and time.monotonic() - self._said_at >= WAIT_NOTICE_SECONDS:
+            self._said_at = time.monotonic()
+            return True
+        return False
 
 
 class HostLeases:

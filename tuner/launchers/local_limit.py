@@ -14,7 +14,7 @@ import logging
 import os
 
 from tuner.errors import LauncherFull, LaunchError, ValidationError
-from tuner.launchers.host_leases import HostLeases, holders_text, shares_left
+from tuner.launchers.host_leases import HostLeases, WaitNotice, holders_text, shares_left
 
 log = logging.getLogger("tuner.launchers")
 LIMIT_ENV = "TUNER_MAX_LOCAL_JOBS"
@@ -43,17 +43,17 @@ class LocalJobLimit:
                 pass
         self._keys: dict[str, str] = {}
         self._descriptors: dict[str, int] = {}
-        self._waiting = False  # the last ``free`` found only other processes' jobs in the way
+        self._notice = WaitNotice()
 
     def free(self) -> int | None:
         """How many more local jobs may start now (None: no limit). When other processes' jobs
-        fill the places, that is logged once (a tuning job waits for them, and says why)."""
+        fill the places, that is logged (a tuning job waits for them, and says why)."""
         if self.limit is None:
             return None
         with self.leases.locked():
             count = self._free()
             waiting = count == 0 and len(self._keys) < self.limit
-            if waiting and not self._waiting:
+            if self._notice.due(waiting):
                 log.warning(
                     "waiting for a local job place: %s=%d jobs run on this machine (%s; leases "
                     "in %s)",
@@ -62,7 +62,6 @@ class LocalJobLimit:
                     holders_text(self.leases.holders(POOL), 4),
                     self.leases.root,
                 )
-        self._waiting = waiting
         return count
 
     def take(self, job: str, key: str) -> None:

@@ -20,7 +20,13 @@ import os
 from collections.abc import Sequence
 
 from tuner.errors import LauncherFull, LaunchError, ValidationError
-from tuner.launchers.host_leases import HostLeases, gpu_pool, holders_text, shares_left
+from tuner.launchers.host_leases import (
+    HostLeases,
+    WaitNotice,
+    gpu_pool,
+    holders_text,
+    shares_left,
+)
 
 log = logging.getLogger("tuner.launchers")
 
@@ -53,12 +59,12 @@ class GpuSlots:
         self.held: dict[str, list[str]] = {}
         self._keys: dict[str, str] = {}
         self._descriptors: dict[str, list[int]] = {}
-        self._waiting = False  # the last ``free`` found only other processes' jobs in the way
+        self._notice = WaitNotice()
 
     def free(self, gpus_per_job: float) -> int | None:
         """How many more jobs of this size fit now (None: the job needs no GPU). When other
-        processes' jobs leave none that this process's own would leave, that is logged once
-        (a tuning job waits for them, and says why)."""
+        processes' jobs leave none that this process's own would leave, that is logged (a
+        tuning job waits for them, and says why)."""
         if gpus_per_job <= 0:
             return None
         gpus_per_job = math.ceil(gpus_per_job)
@@ -67,7 +73,7 @@ class GpuSlots:
         with self._host():
             count = _fitting(list(self._free_per_gpu().values()), gpus_per_job)
             waiting = count == 0 and _fitting(self._own_free(), gpus_per_job) > 0
-            if waiting and not self._waiting and self.leases is not None:
+            if self.leases is not None and self._notice.due(waiting):
                 log.warning(
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
                     "%s)",
@@ -77,7 +83,6 @@ class GpuSlots:
                     ),
                     self.leases.root,
                 )
-        self._waiting = waiting
         return count
 
     def take(self, job: str, gpus_per_job: float, key: str | None = None) -> list[str]:
