@@ -6,8 +6,9 @@ import os
 import secrets
 from dataclasses import dataclass, field
 
+from tuner.env_values import count_from_env
 from tuner.errors import ValidationError
-from tuner.service import Workers, count_from_env, workers_from_env
+from tuner.service import Workers, workers_from_env
 from tuner.storage import default_url
 from tuner.tuner import lease_seconds
 

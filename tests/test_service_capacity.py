@@ -12,9 +12,10 @@ import pytest
 from tests.test_resume import definition, wait_for
 from tuner import TrainingStatus, TuningStatus
 from tuner import service as service_module
+from tuner.env_values import count_from_env
 from tuner.errors import StoreUnavailable, ValidationError
 from tuner.launch_policy import LaunchPolicy
-from tuner.service import NEVER_RAN, TuningService, count_from_env
+from tuner.service import NEVER_RAN, TuningService
 from tuner.storage import Store
 
 

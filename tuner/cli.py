@@ -29,6 +29,7 @@ from tuner import signal_safe
 from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
+from tuner.env_values import positive_seconds, positive_whole
 from tuner.errors import TunerError, ValidationError
 from tuner.launchers.host_leases import gpu_pool, holders_text, host_leases
 from tuner.launchers.local_limit import LIMIT_ENV, limit_from_env
@@ -47,7 +48,7 @@ from tuner.records import ObjectiveStatus, TrainingJob, TuningStatus
 from tuner.scheduler import SIGNALLED, EventHandler
 from tuner.storage import Store
 from tuner.summary import objective_text
-from tuner.tuner import HyperparameterTuner, lease_seconds, positive_seconds, positive_whole
+from tuner.tuner import HyperparameterTuner, lease_seconds
 
 
 def _when(seconds: float | None) -> str:
@@ -586,8 +587,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run the REST service (needs the ``service`` extra). Settings travel by environment."""
     import secrets
 
+    from tuner.env_values import count_from_env
     from tuner.extras import require
-    from tuner.service import count_from_env, in_memory, workers_from_env
+    from tuner.service import in_memory, workers_from_env
     from tuner.storage import default_url
 
     uvicorn = require("uvicorn", "service", "tuner serve")

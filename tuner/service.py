@@ -44,7 +44,7 @@ from tuner.owners import owner_is_gone, process_owner
 from tuner.records import TuningJob, TuningStatus
 from tuner.storage import Store
 from tuner.tracking import catch_up, tracker_for
-from tuner.tuner import default_name, positive_whole
+from tuner.tuner import default_name
 from tuner.warm_start import resolve
 from tuner.worker import run_tuning_job
 
@@ -459,18 +459,6 @@ def workers_from_env() -> Workers:
     if raw not in ("process", "thread"):
         raise ValidationError(f"TUNER_WORKERS must be 'process' or 'thread'; got {raw!r}")
     return cast(Workers, raw)
-
-
-def count_from_env(variable: str, default: int) -> int:
-    """A positive whole number from environment ``variable`` (``default`` when unset);
-    ValidationError naming the variable, the rule and the value otherwise."""
-    raw = os.environ.get(variable, "").strip()
-    if not raw:
-        return default
-    value = positive_whole(raw)
-    if value is None:
-        raise ValidationError(f"{variable} must be a whole number of at least 1; got {raw!r}")
-    return value
 
 
 def in_memory(url: str) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
 import os
 import secrets
 import sys
@@ -32,6 +31,7 @@ from tuner import signal_safe
 from tuner.analytics import TuningJobAnalytics
 from tuner.client import REQUEST_TIMEOUT, ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition, check_working_directory
+from tuner.env_values import positive_seconds
 from tuner.errors import NotFoundError, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
@@ -77,21 +77,6 @@ def lease_seconds() -> float:
     if value is None:
         raise ValidationError(f"TUNER_LEASE_SECONDS must be a number of seconds > 0; got {raw!r}")
     return value
-
-
-def positive_seconds(text: str) -> float | None:
-    """``text`` as a finite number of seconds > 0, or None when it is not one."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 < value < math.inf else None
-
-
-def positive_whole(text: str) -> int | None:
-    """``text`` as a whole number >= 1 in ASCII digits, or None when it is not one."""
-    value = int(text) if text.isascii() and text.isdigit() else 0
-    return value if value >= 1 else None
 
 
 def default_name(prefix: str = "tuning") -> str:

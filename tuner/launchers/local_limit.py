@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 
-from tuner.errors import LauncherFull, LaunchError, ValidationError
+from tuner.env_values import optional_count_from_env
+from tuner.errors import LauncherFull, LaunchError
 from tuner.launchers.host_leases import HostLeases, WaitNotice, holders_text, shares_left
 
 log = logging.getLogger("tuner.launchers")
@@ -24,12 +25,7 @@ POOL = "local-jobs"
 def limit_from_env() -> int | None:
     """``TUNER_MAX_LOCAL_JOBS`` as a whole number >= 1, None when unset; ValidationError naming
     the variable, the rule and the value otherwise."""
-    raw = os.environ.get(LIMIT_ENV, "").strip()
-    if not raw:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise ValidationError(f"{LIMIT_ENV} must be a whole number of at least 1; got {raw!r}")
-    return int(raw)
+    return optional_count_from_env(LIMIT_ENV)
 
 
 class LocalJobLimit:

@@ -1,0 +1,41 @@
+"""Numbers read from text and from environment variables: None for text that is not one, and a
+ValidationError naming the variable, the rule and the value for a variable that is set badly."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from tuner.errors import ValidationError
+
+
+def positive_seconds(text: str) -> float | None:
+    """``text`` as a finite number of seconds > 0, or None when it is not one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < math.inf else None
+
+
+def positive_whole(text: str) -> int | None:
+    """``text`` as a whole number >= 1 in ASCII digits, or None when it is not one."""
+    value = int(text) if text.isascii() and text.isdigit() else 0
+    return value if value >= 1 else None
+
+
+def optional_count_from_env(variable: str) -> int | None:
+    """Environment ``variable`` as a whole number >= 1, None when it is unset or blank."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return None
+    value = positive_whole(raw)
+    if value is None:
+        raise ValidationError(f"{variable} must be a whole number of at least 1; got {raw!r}")
+    return value
+
+
+def count_from_env(variable: str, default: int) -> int:
+    """Environment ``variable`` as a whole number >= 1, ``default`` when it is unset or blank."""
+    value = optional_count_from_env(variable)
+    return default if value is None else value
