@@ -258,6 +258,30 @@ def test_tuner_gpus_shows_which_jobs_hold_which_share(leases, tmp_path, monkeypa
     assert not (tmp_path / "never-used").exists()  # a reading verb makes no directory
 
 
+def test_a_remote_engines_gpus_are_leased_apart_from_this_machines(leases, caplog):
+    """A remote Docker engine's GPU 0 is another card than this machine's GPU 0: the leases of
+    jobs there filled this machine's GPU (and the reverse). Each machine's GPUs are a pool of
+    their own; tuners of this machine on the same remote engine still share its pool."""
+    remote = "tcp://gpu-box:2376"
+    here, there = GpuSlots(["0"], 1, leases), GpuSlots(["0"], 1, leases, machine=remote)
+    here.take("local-job", 1)
+    assert there.free(1) == 1 and here.free(1) == 0
+    there.take("remote-job", 1)
+    assert GpuSlots(["0"], 1, leases).free(1) == 0  # this machine's GPU: the local job's
+    with caplog.at_level("WARNING", logger="tuner.launchers"):
+        assert GpuSlots(["0"], 1, leases, machine=remote).free(1) == 0  # the same remote GPU
+    assert f"(GPU 0@{remote}: remote-job 1; leases in " in caplog.records[-1].getMessage()
+    assert GpuSlots(["0"], 1, leases, machine="tcp://other-box:2376").free(1) == 1
+    command = [sys.executable, "-m", "tuner", "gpus"]
+    shown = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    assert shown.stdout.splitlines()[1:] == [
+        "  GPU 0: 1 held by local-job 1",
+        f"  GPU 0@{remote}: 1 held by remote-job 1",
+    ]
+    here.release("local-job")
+    there.release("remote-job")
+
+
 def test_the_directorys_earlier_variable_is_still_read(tmp_path, monkeypatch):
     """TUNER_GPU_LEASE_DIR named it before local jobs had leases too; the new name wins."""
     monkeypatch.delenv(LEASE_DIR_ENV)

@@ -8,7 +8,8 @@ which holds the trials' common compile cache), when given, are mounted the same 
 handed out as slots like the local launcher's (host-wide leases, held by this process while it
 watches the container and, on a local engine, by ``lease_keeper.py`` for as long as the
 container's first process runs, so a container whose tuner was killed still counts; taken again
-when a restarted tuner adopts it where nobody holds them) and reach the container as
+when a restarted tuner adopts it where nobody holds them; a remote engine's GPUs are leased in
+pools of their own, named by its address) and reach the container as
 ``device_requests`` (the NVIDIA container runtime sees only those GPUs). CPU and memory limits,
 the network mode and the user (default: the tuner's own uid:gid, so outputs belong to the user)
 are settings; each container gets a fair share of CPU threads (``tuner/launchers/threads.py``:
@@ -114,7 +115,13 @@ class DockerLauncher(TrackedLauncher[_Container]):
             raise ValidationError(f"cpus must be > 0, got {cpus!r}")
         super().__init__()
         self.image = image
-        self.slots = GpuSlots(gpus, jobs_per_gpu, host_leases())
+        engine = docker_host or os.environ.get("DOCKER_HOST") or "unix://"
+        # Its containers' processes are this machine's (a unix socket): leases can follow them.
+        self._local_engine = engine.startswith("unix://")
+        # A remote engine's GPUs are its machine's: their leases are pools of their own here.
+        self.slots = GpuSlots(
+            gpus, jobs_per_gpu, host_leases(), machine="" if self._local_engine else engine
+        )
         self.grace_period = grace_period
         self.cpus = cpus
         self.memory = memory
@@ -124,10 +131,6 @@ class DockerLauncher(TrackedLauncher[_Container]):
         self._engine_cores: int | None = None
         self._engine_away = False  # a start found the engine not answering
         self._unremoved: set[str] = set()  # jobs whose containers could not be removed
-        # Its containers' processes are this machine's (a unix socket): leases can follow them.
-        self._local_engine = (docker_host or os.environ.get("DOCKER_HOST") or "unix://").startswith(
-            "unix://"
-        )
         try:
             self.client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else (docker.from_env())

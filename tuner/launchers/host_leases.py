@@ -57,9 +57,11 @@ def shares_left(load: float, per_whole: int) -> int:
     return max(0, math.floor(per_whole * (1 - load) + EPSILON))
 
 
-def gpu_pool(gpu: str) -> str:
-    """The pool of GPU ``gpu``'s leases."""
-    return GPU_POOL + gpu
+def gpu_pool(gpu: str, machine: str = "") -> str:
+    """The pool of GPU ``gpu``'s leases: this machine's, or ``gpu@machine`` for a GPU of
+    another machine (a remote Docker engine's, named by its address), which this machine's own
+    GPU of the same id does not share."""
+    return GPU_POOL + (f"{gpu}@{machine}" if machine else gpu)
 
 
 def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> str:

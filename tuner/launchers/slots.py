@@ -44,6 +44,7 @@ class GpuSlots:
         gpus: Sequence[str | int] = (),
         jobs_per_gpu: int = 1,
         leases: HostLeases | None = None,
+        machine: str = "",
     ) -> None:
         if not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
             raise ValidationError(f"jobs_per_gpu must be an integer >= 1, got {jobs_per_gpu!r}")
@@ -51,6 +52,7 @@ class GpuSlots:
         if len(set(self.gpus)) != len(self.gpus):
             raise ValidationError(f"gpus must be distinct, got {self.gpus}")
         self.jobs_per_gpu = jobs_per_gpu
+        self.machine = machine  # whose GPUs: "" for this machine's, else a remote engine's address
         self.leases = leases if self.gpus else None
         if self.leases is not None:
             with self.leases.locked():  # an unusable directory is refused before any job
@@ -77,10 +79,7 @@ class GpuSlots:
                 log.warning(
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
                     "%s)",
-                    "; ".join(
-                        f"GPU {g}: {holders_text(self.leases.holders(gpu_pool(g)), 4)}"
-                        for g in self.gpus
-                    ),
+                    "; ".join(self._holders(g) for g in self.gpus),
                     self.leases.root,
                 )
         return count
@@ -124,7 +123,7 @@ class GpuSlots:
         if self.leases is not None and gpus:
             with self._host():
                 for g in gpus:
-                    self.leases.forget(gpu_pool(g), key)
+                    self.leases.forget(self._pool(g), key)
 
     def close(self) -> None:
         """Let go of this process's lease descriptors (a launcher that closes leaves its jobs
@@ -145,8 +144,8 @@ class GpuSlots:
             share = 1 / self.jobs_per_gpu
             try:
                 for g in gpus:
-                    if fresh or not self.leases.is_held(gpu_pool(g), key):
-                        descriptors.append(self.leases.hold(gpu_pool(g), key, share, job))
+                    if fresh or not self.leases.is_held(self._pool(g), key):
+                        descriptors.append(self.leases.hold(self._pool(g), key, share, job))
             except OSError as exc:
                 for fd in descriptors:
                     os.close(fd)
@@ -169,10 +168,19 @@ class GpuSlots:
         if self.leases is None:
             return dict(zip(self.gpus, self._own_free(), strict=True))
         try:
-            loads = {g: self.leases.load(gpu_pool(g)) for g in self.gpus}
+            loads = {g: self.leases.load(self._pool(g)) for g in self.gpus}
         except OSError as exc:
             raise LaunchError(f"cannot read the GPU leases in {self.leases.root}: {exc}") from None
         return {g: shares_left(loads[g], self.jobs_per_gpu) for g in self.gpus}
+
+    def _pool(self, gpu: str) -> str:
+        return gpu_pool(gpu, self.machine)
+
+    def _holders(self, gpu: str) -> str:
+        """``GPU id: job share, ...`` (call inside ``_host`` with leases)."""
+        assert self.leases is not None
+        name = f"{gpu}@{self.machine}" if self.machine else gpu
+        return f"GPU {name}: {holders_text(self.leases.holders(self._pool(gpu)), 4)}"
 
     def _host(self) -> contextlib.AbstractContextManager[None]:
         return self.leases.locked() if self.leases is not None else contextlib.nullcontext()
