@@ -57,11 +57,15 @@ def shares_left(load: float, per_whole: int) -> int:
     return max(0, math.floor(per_whole * (1 - load) + EPSILON))
 
 
+def gpu_name(gpu: str, machine: str = "") -> str:
+    """GPU ``gpu`` of this machine, or ``gpu@machine`` for one of another machine (a remote
+    Docker engine's, named by its address): not the same card as this machine's GPU ``gpu``."""
+    return f"{gpu}@{machine}" if machine else gpu
+
+
 def gpu_pool(gpu: str, machine: str = "") -> str:
-    """The pool of GPU ``gpu``'s leases: this machine's, or ``gpu@machine`` for a GPU of
-    another machine (a remote Docker engine's, named by its address), which this machine's own
-    GPU of the same id does not share."""
-    return GPU_POOL + (f"{gpu}@{machine}" if machine else gpu)
+    """The pool of the leases of GPU ``gpu`` (of ``machine``: see ``gpu_name``)."""
+    return GPU_POOL + gpu_name(gpu, machine)
 
 
 def holders_text(held: Sequence[tuple[float, str]], most: int | None = None) -> str:

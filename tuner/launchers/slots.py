@@ -23,6 +23,7 @@ from tuner.errors import LauncherFull, LaunchError, ValidationError
 from tuner.launchers.host_leases import (
     HostLeases,
     WaitNotice,
+    gpu_name,
     gpu_pool,
     holders_text,
     shares_left,
@@ -179,8 +180,8 @@ class GpuSlots:
     def _holders(self, gpu: str) -> str:
         """``GPU id: job share, ...`` (call inside ``_host`` with leases)."""
         assert self.leases is not None
-        name = f"{gpu}@{self.machine}" if self.machine else gpu
-        return f"GPU {name}: {holders_text(self.leases.holders(self._pool(gpu)), 4)}"
+        held = self.leases.holders(self._pool(gpu))
+        return f"GPU {gpu_name(gpu, self.machine)}: {holders_text(held, 4)}"
 
     def _host(self) -> contextlib.AbstractContextManager[None]:
         return self.leases.locked() if self.leases is not None else contextlib.nullcontext()
