@@ -235,6 +235,32 @@ def test_stop_takes_over_a_tuning_job_whose_process_died(tmp_path, holder):
     assert not any(Path(f"/proc/{p[0]}").exists() for p in pids)  # gone, not orphaned
 
 
+def test_stop_with_a_bad_setting_says_so_at_once_and_takes_nothing_over(tmp_path):
+    """``tuner stop`` of a tuning job whose process died, with TUNER_MAX_LOCAL_JOBS=0: the
+    take-over's launcher refused the setting, the refusal was taken for "another process took
+    it", and the stop waited for ever, silently. Now the rule and the value, exit 2, the tuning
+    job still the dead process's; a stop with a good setting then stops it."""
+    run = start_long_run(tmp_path, "dead", 2)
+    wait_until_two_started(tmp_path, "dead")
+    run.send_signal(signal.SIGKILL)  # its training jobs run on
+    run.wait(10)
+    store = Store(db_env(tmp_path)["TUNER_DATABASE_URL"])
+    owner = store.get_tuning_job("dead").owner
+    for bad in ("0", "1.5"):
+        refused = tuner(tmp_path, "stop", "dead", env={"TUNER_MAX_LOCAL_JOBS": bad})
+        assert refused.returncode == 2
+        assert f"TUNER_MAX_LOCAL_JOBS must be a whole number from 1 to 1,000,000; got '{bad}'" in (
+            refused.stderr
+        )
+        assert store.get_tuning_job("dead").owner == owner  # not taken over
+    resumed = tuner(tmp_path, "resume", "dead", env={"TUNER_MAX_LOCAL_JOBS": "0"})
+    assert resumed.returncode == 2 and "got '0'" in resumed.stderr
+    assert store.get_tuning_job("dead").owner == owner
+    store.close()
+    stopped = tuner(tmp_path, "stop", "dead")
+    assert stopped.returncode == 0 and "dead: Stopped" in stopped.stdout
+
+
 def test_a_run_whose_tuning_job_was_taken_over_says_so(tmp_path):
     """A stalled ``tuner run`` whose lease another process took printed an InProgress summary
     and exited 0, as if it had finished."""

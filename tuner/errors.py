@@ -26,6 +26,10 @@ class StoreUnavailable(StorageError):
     come back within the store's patience; nothing was written by the failed call."""
 
 
+class NotResumable(ValidationError):
+    """A tuning job cannot be resumed: it has ended, or another process holds its lease."""
+
+
 class LeaseLost(TunerError):
     """Another process holds the tuning job's lease now (it took over after the lease ran out);
     the caller must leave the tuning job and its training jobs to that process."""

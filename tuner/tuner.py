@@ -32,7 +32,7 @@ from tuner.analytics import TuningJobAnalytics
 from tuner.client import REQUEST_TIMEOUT, ServiceClient
 from tuner.definition import JobDefinition, TuningJobDefinition, check_working_directory
 from tuner.env_values import positive_seconds
-from tuner.errors import NotFoundError, TunerError, ValidationError
+from tuner.errors import NotFoundError, NotResumable, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
 from tuner.owners import owner_is_gone, process_owner
@@ -406,32 +406,13 @@ class HyperparameterTuner:
         """Continue an attached tuning job that no process runs any more (its process died,
         or Ctrl-C / SIGTERM stopped it: Stopped "interrupted"): running training jobs are
         re-attached, lost ones and those the interruption stopped run again without using up
-        ``max_jobs``, nothing runs twice. Raises ``ValidationError`` when it has ended
-        otherwise or another process holds it."""
+        ``max_jobs``, nothing runs twice. Raises ``NotResumable`` (a ``ValidationError``) when
+        it has ended otherwise or another process holds it, and ``ValidationError`` for a bad
+        launcher setting (e.g. ``TUNER_MAX_LOCAL_JOBS``) before taking anything over."""
         name = self._require_name()
         self._fresh_run()
         owner = process_owner()
-        record = self.store.get_tuning_job(name)
-        reopened = record.status is TuningStatus.STOPPED and self.store.reopen_tuning_job(
-            name, SIGNALLED, STOPPED_BY_TUNER, STOPPED_BY_SIGNAL, owner, lease_seconds()
-        )
-        if reopened or record.status is TuningStatus.STOPPED:
-            record = self.store.get_tuning_job(name)  # reopened, or by another process
-        if record.status.terminal:
-            raise ValidationError(
-                f"tuning job {name} has ended ({record.status.value}): {record.status_reason}; "
-                "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
-                "resumed: start another (warm_start_config takes this one's results)"
-            )
-        gone = record.owner if owner_is_gone(record.owner) else None  # killed on this machine
-        if not reopened and not self.store.claim_tuning_job(name, owner, lease_seconds(), gone):
-            record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended
-            if record.status.terminal:
-                raise ValidationError(f"tuning job {name} has ended ({record.status.value})")
-            raise ValidationError(
-                f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
-            )
-        scheduler = Scheduler(
+        scheduler = Scheduler(  # first: a launcher error (a bad setting) claims nothing
             self.definition,
             name,
             self.store,
@@ -440,9 +421,38 @@ class HyperparameterTuner:
             owner=owner,
             lease_seconds=lease_seconds(),
         )
+        try:
+            self._claim(name, owner)
+        except BaseException:
+            scheduler.launcher.close()
+            raise
         self._use(scheduler)
         self._run(scheduler)
         return self
+
+    def _claim(self, name: str, owner: str) -> None:
+        """Take tuning job ``name`` over for ``owner`` (``resume``); ``NotResumable`` when it
+        has ended otherwise or another process holds it."""
+        record = self.store.get_tuning_job(name)
+        reopened = record.status is TuningStatus.STOPPED and self.store.reopen_tuning_job(
+            name, SIGNALLED, STOPPED_BY_TUNER, STOPPED_BY_SIGNAL, owner, lease_seconds()
+        )
+        if reopened or record.status is TuningStatus.STOPPED:
+            record = self.store.get_tuning_job(name)  # reopened, or by another process
+        if record.status.terminal:
+            raise NotResumable(
+                f"tuning job {name} has ended ({record.status.value}): {record.status_reason}; "
+                "only one whose process died, or that Ctrl-C or SIGTERM stopped, can be "
+                "resumed: start another (warm_start_config takes this one's results)"
+            )
+        gone = record.owner if owner_is_gone(record.owner) else None  # killed on this machine
+        if not reopened and not self.store.claim_tuning_job(name, owner, lease_seconds(), gone):
+            record = self.store.get_tuning_job(name)  # as it is now: who won, or that it ended
+            if record.status.terminal:
+                raise NotResumable(f"tuning job {name} has ended ({record.status.value})")
+            raise NotResumable(
+                f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
+            )
 
     def _use(self, scheduler: Scheduler) -> None:
         """Run with ``scheduler`` from now on; an ``interrupt`` that came before it existed
@@ -571,7 +581,7 @@ class HyperparameterTuner:
             return False
         expired = (record.lease_expires or 0.0) < time.time()
         if record.owner is None or expired or owner_is_gone(record.owner):
-            with contextlib.suppress(ValidationError):  # another process took it meanwhile
+            with contextlib.suppress(NotResumable):  # another process took it meanwhile
                 self.resume()
                 return True
         return False
