@@ -196,6 +196,9 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
     assert garbage.read_text() == "these are my notes, not a database\n" * 10
 
 
+RULE = "must be a whole number from 1 to 1,000,000"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -205,10 +208,12 @@ def test_a_storage_that_cannot_be_used_is_one_line_naming_it(tmp_path):
         (["serve", "--lease-seconds", "nan"], "must be a number of seconds > 0; got 'nan'"),
         (["serve", "--log-level", "loud"], "invalid choice: 'loud'"),
         (["serve", "--workers", "fork"], "invalid choice: 'fork'"),
-        (["serve", "--max-running-tuning-jobs", "0"], "must be a whole number >= 1; got '0'"),
-        (["serve", "--max-parallel-jobs", "x"], "must be a whole number >= 1; got 'x'"),
-        (["serve", "--max-parallel-jobs", "\u00b2"], "must be a whole number >= 1; got '\u00b2'"),
-        (["serve", "--max-local-jobs", "0"], "must be a whole number >= 1; got '0'"),
+        (["serve", "--max-running-tuning-jobs", "0"], RULE + "; got '0'"),
+        (["serve", "--max-parallel-jobs", "x"], RULE + "; got 'x'"),
+        (["serve", "--max-parallel-jobs", "\u00b2"], RULE + "; got '\u00b2'"),
+        (["serve", "--max-local-jobs", "0"], RULE + "; got '0'"),
+        (["serve", "--max-local-jobs", "1" + "0" * 309], "1 to 1,000,000; got '1000000000"),
+        (["serve", "--port", "\u0663"], "a port is a whole number 0-65535; got '\u0663'"),
         (
             ["--storage", "sqlite://", "serve", "--port", "0"],
             "not an in-memory SQLite database; got 'sqlite://'",
@@ -239,7 +244,9 @@ def test_a_token_no_client_could_send_is_refused_without_showing_it(tmp_path, to
 def test_a_bad_local_job_limit_in_the_environment_is_refused_before_the_service_starts(tmp_path):
     result = tuner(tmp_path, "serve", "--port", "0", env={"TUNER_MAX_LOCAL_JOBS": "all"})
     assert result.returncode == 2, result.stderr
-    assert "TUNER_MAX_LOCAL_JOBS must be a whole number of at least 1; got 'all'" in result.stderr
+    assert "TUNER_MAX_LOCAL_JOBS must be a whole number from 1 to 1,000,000; got 'all'" in (
+        result.stderr
+    )
     assert "Uvicorn running" not in result.stderr and "Traceback" not in result.stderr
 
 
@@ -263,7 +270,8 @@ def test_a_bad_lease_in_the_environment_is_named_and_nothing_is_stored(tmp_path,
     [
         ("TUNER_WORKERS", "fork", "TUNER_WORKERS must be 'process' or 'thread'; got 'fork'"),
         ("TUNER_MAX_RUNNING_TUNING_JOBS", "0", "TUNER_MAX_RUNNING_TUNING_JOBS must be a whole"),
-        ("TUNER_MAX_PARALLEL_JOBS", "lots", "of at least 1; got 'lots'"),
+        ("TUNER_MAX_PARALLEL_JOBS", "lots", "from 1 to 1,000,000; got 'lots'"),
+        ("TUNER_MAX_PARALLEL_JOBS", "9" * 5000, "from 1 to 1,000,000; got '9999"),
     ],
 )
 def test_a_bad_service_setting_in_the_environment_is_named(tmp_path, variable, value, message):

@@ -256,7 +256,7 @@ def test_a_bad_count_in_the_environment_names_the_variable_and_value(monkeypatch
     monkeypatch.setenv("TUNER_MAX_RUNNING_TUNING_JOBS", raw)
     with pytest.raises(ValidationError) as refused:
         count_from_env("TUNER_MAX_RUNNING_TUNING_JOBS", 16)
-    assert "TUNER_MAX_RUNNING_TUNING_JOBS must be a whole number of at least 1" in str(
+    assert "TUNER_MAX_RUNNING_TUNING_JOBS must be a whole number from 1 to 1,000,000" in str(
         refused.value
     )
     assert repr(raw) in str(refused.value)

@@ -29,7 +29,7 @@ from tuner import signal_safe
 from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
 from tuner.definition import TuningJobDefinition, read_yaml_file
-from tuner.env_values import positive_seconds, positive_whole
+from tuner.env_values import COUNT_RULE, positive_seconds, positive_whole
 from tuner.errors import TunerError, ValidationError
 from tuner.launchers.host_leases import gpu_pool, holders_text, host_leases
 from tuner.launchers.local_limit import LIMIT_ENV, limit_from_env
@@ -650,23 +650,23 @@ EPILOG = (
 
 def port_number(text: str) -> int:
     """argparse type: a TCP port, 0-65535 (0: any free one)."""
-    if not text.isdigit() or int(text) > 65535:
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"a port is a whole number 0-65535; got {text!r}")
     return int(text)
 
 
 def count(text: str) -> int:
-    """argparse type: a whole number >= 0."""
-    if not (text.isascii() and text.isdigit()):
+    """argparse type: a whole number >= 0 (of at most 18 digits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
     return int(text)
 
 
 def positive_count(text: str) -> int:
-    """argparse type: a whole number >= 1."""
+    """argparse type: a whole number from 1 to ``env_values.MOST``."""
     value = positive_whole(text)
     if value is None:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {COUNT_RULE}; got {text!r}")
     return value
 
 

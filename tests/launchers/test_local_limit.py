@@ -169,7 +169,9 @@ def test_no_limit_takes_no_lease(tmp_path, monkeypatch):
     assert not (tmp_path / "leases").exists()
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "+3", "1_0", "\u0663", " "])
+@pytest.mark.parametrize(
+    "value", ["0", "-1", "two", "1.5", "+3", "1_0", "\u0663", " ", "1000001", "9" * 5001]
+)
 def test_a_bad_limit_is_refused_with_the_rule_and_the_value(value, tmp_path, monkeypatch):
     monkeypatch.setenv(LEASE_DIR_ENV, str(tmp_path / "leases"))
     monkeypatch.setenv(LIMIT_ENV, value)
@@ -178,7 +180,8 @@ def test_a_bad_limit_is_refused_with_the_rule_and_the_value(value, tmp_path, mon
         return
     with pytest.raises(ValidationError) as error:
         LocalLauncher()
-    assert str(error.value) == f"{LIMIT_ENV} must be a whole number of at least 1; got {value!r}"
+    rule = "must be a whole number from 1 to 1,000,000"
+    assert str(error.value) == f"{LIMIT_ENV} {rule}; got {value!r}"
 
 
 def test_a_limit_below_max_parallel_jobs_gives_each_job_the_larger_thread_share(
