@@ -68,6 +68,7 @@ NEWER_FIELDS = ("min_relative_improvement",)  # TuningJobDefinition.to_json leav
 MAX_SEED = 2**32 - 1
 MAX_RUNTIME_SECONDS = 10_000_000  # about 115 days
 MAX_GPUS_PER_JOB = 1024
+GPU_UUID = re.compile(r"(GPU|MIG)-[A-Za-z0-9][A-Za-z0-9._:/-]*")  # as nvidia-smi -L prints them
 
 
 def _leaf(value: Any) -> bool:
@@ -218,6 +219,29 @@ class JobDefinition(_Strict):
         if value is not None and (not value or "\x00" in value):
             raise ValueError(f"working_directory must be a path without NUL, got {value!r:.80}")
         return value
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpu_ids(cls, value: list[str | int]) -> list[str | int]:
+        """Each id is one GPU, spelled one way: an index (``0``; ``00`` is ``0``) or a UUID as
+        ``nvidia-smi -L`` prints it (``GPU-...``, ``MIG-...``), so that two spellings of one
+        GPU (or ``"0,1"``, two GPUs) cannot take two sets of slots."""
+        ids: list[str | int] = []
+        for gpu in value:
+            text = str(gpu)
+            if text.isascii() and text.isdigit() and len(text) <= 6:
+                ids.append(str(int(text)) if isinstance(gpu, str) else int(text))
+            elif GPU_UUID.fullmatch(text):
+                ids.append(gpu)
+            else:
+                raise ValueError(
+                    "gpus must be GPU indices (0, 1, ...) or UUIDs (GPU-..., MIG-...) as "
+                    f"nvidia-smi -L prints them, got {gpu!r}"
+                )
+        names = [str(gpu) for gpu in ids]
+        if len(set(names)) != len(names):
+            raise ValueError(f"gpus must name each GPU once, got {value}")
+        return ids
 
     @field_validator("gpus_per_job")
     @classmethod

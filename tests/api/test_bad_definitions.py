@@ -205,6 +205,18 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         False,
     ),
     (
+        "gpu-ids-two-in-one",  # "0,1" took slots of its own beside "0": one GPU, two names
+        _set("job_definition.gpus", ["0,1"]),
+        ["gpus must be GPU indices (0, 1, ...) or UUIDs", "'0,1'"],
+        False,
+    ),
+    (
+        "gpu-ids-one-twice",
+        _set("job_definition.gpus", ["0", "00"]),
+        ["gpus must name each GPU once", "['0', '00']"],
+        False,
+    ),
+    (
         "target-nan",
         _set("target_objective_value", math.nan),
         ["target_objective_value", "nan"],
