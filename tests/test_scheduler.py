@@ -65,6 +65,24 @@ def test_half_a_gpu_per_trial_puts_two_trials_on_each_gpu(tmp_path, sqlite_url):
     assert [max_overlap(spans) for spans in by_gpu.values()] == [2, 2]  # never 3 on one GPU
 
 
+@pytest.mark.parametrize(
+    ("gpus_per_job", "jobs_per_gpu", "fraction"),
+    [(0.5, 4, "0.25"), (1, 2, "0.5"), (0.25, 1, "0.25"), (1, 1, None)],
+)
+def test_a_jobs_gpu_fraction_is_the_slot_it_gets(
+    tmp_path, sqlite_url, gpus_per_job, jobs_per_gpu, fraction
+):
+    """``gpus_per_job: 0.5`` with ``jobs_per_gpu: 4`` puts four jobs on a GPU, each told
+    ``TUNER_GPU_FRACTION=0.5``: a memory cap at half would over-commit the GPU twice. Each job
+    is told the share of its slot."""
+    job = {"gpus": ["0"], "gpus_per_job": gpus_per_job, "jobs_per_gpu": jobs_per_gpu}
+    tuner = make_tuner(tmp_path, sqlite_url, {}, max_jobs=1, max_parallel_jobs=1, job=job)
+    tuner.fit()
+    (done,) = tuner.training_jobs()
+    seen = json.loads((Path(done.workdir) / "output" / "gpu.json").read_text())
+    assert seen.get("TUNER_GPU_FRACTION") == fraction
+
+
 def test_limits_hold_by_the_jobs_own_clocks_and_the_store(tmp_path, database_url):
     tuner = make_tuner(tmp_path, database_url, {"sleep": 0.3}, max_jobs=10, max_parallel_jobs=3)
     tuner.fit()

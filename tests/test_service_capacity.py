@@ -335,3 +335,40 @@ def test_tuning_jobs_of_one_service_never_run_more_local_jobs_than_the_machines_
             spans.append((times["start"], times["end"]))
     at_once = [sum(b <= start < e for b, e in spans) for start, _ in spans]
     assert max(at_once) == 2  # at each start, those running then (itself included)
+
+
+def test_a_tuning_job_waiting_for_a_local_place_gets_one_as_soon_as_one_frees(
+    tmp_path, sqlite_url, monkeypatch
+):
+    """Under ``TUNER_MAX_LOCAL_JOBS=2`` a tuning job submitted while another fills both places
+    started only once the other had started its whole budget: each freed place was taken back
+    by its holder in the same pass. Now the waiting one gets the next place that frees."""
+    monkeypatch.setenv("TUNER_MAX_LOCAL_JOBS", "2")
+    store = Store(sqlite_url)
+    service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2)
+    try:
+        service.submit(
+            definition(tmp_path, 0.8, max_jobs=8, max_parallel_jobs=2).model_copy(
+                update={"name": "first"}
+            )
+        )
+        wait_for(lambda: len(store.list_training_jobs("first")) >= 2, timeout=60)
+        service.submit(
+            definition(tmp_path, 0.8, max_jobs=2, max_parallel_jobs=2).model_copy(
+                update={"name": "second"}
+            )
+        )
+        wait_for(lambda: ended(store, "first") and ended(store, "second"), timeout=120)
+    finally:
+        service.shutdown()
+    starts = {}
+    for name in ("first", "second"):
+        assert store.get_tuning_job(name).status is TuningStatus.COMPLETED
+        jobs = store.list_training_jobs(name)
+        assert all(j.status is TrainingStatus.COMPLETED for j in jobs)
+        starts[name] = sorted(
+            json.loads((Path(j.workdir) / "output" / "times.json").read_text())["start"]
+            for j in jobs
+        )
+    # the second's first job took the first place that freed, before the first's third job
+    assert starts["second"][0] < starts["first"][2]

@@ -86,7 +86,7 @@ from tuner.errors import (
 from tuner.failures import NO_SUCCESS_ATTEMPTS, exit_reason, no_success_reason
 from tuner.launchers import JobStatus, Launcher, LaunchSpec, LocalLauncher
 from tuner.launchers.shared import SHARED_FOLDER, shared_cache_env
-from tuner.launchers.slots import jobs_per_gpu_for
+from tuner.launchers.slots import gpu_fraction, jobs_per_gpu_for
 from tuner.metrics import LogMetricParser, MetricPoint, final_objective
 from tuner.parameters import argv_word
 from tuner.records import TrainingJob, TrainingStatus, TuningJob, TuningStatus
@@ -456,10 +456,14 @@ class Scheduler:
             self.definition.max_parallel_jobs - len(self.running),
             self.definition.max_jobs - self.launched,
         )
+        nothing_to_start = not self.waiting and not self.reruns and self.strategy.exhausted
+        if free <= 0 or nothing_to_start or time.monotonic() < self._launch_paused_until:
+            self.launcher.stop_waiting()  # wants no room now: nobody waits for it in line
+            return False
         slots = self.launcher.free_slots(self.definition.job_definition.gpus_per_job)
         if slots is not None:
             free = min(free, slots)
-        if free <= 0 or time.monotonic() < self._launch_paused_until:
+        if free <= 0:
             return False
         self._renew_lease()  # right before launching: never two launchers for one tuning job
         if self.waiting:  # recorded starts that found no room come first, new ones next round
@@ -493,7 +497,8 @@ class Scheduler:
     def _spec(self, job: TrainingJob) -> LaunchSpec:
         jd = self.definition.job_definition
         workdir = (self.workdir / job.name).resolve()
-        share = {"TUNER_GPU_FRACTION": f"{jd.gpus_per_job:g}"} if 0 < jd.gpus_per_job < 1 else {}
+        fraction = gpu_fraction(jd.gpus_per_job, jd.jobs_per_gpu, jd.launcher)
+        share = {"TUNER_GPU_FRACTION": f"{fraction:g}"} if fraction < 1 else {}
         shared_dir = (self.workdir / SHARED_FOLDER).resolve()
         return LaunchSpec(
             name=job.name,

@@ -47,6 +47,7 @@ def test_fractions_of_different_sizes_add_up_to_one_gpu(leases, tmp_path):
     ]  # GPU 0: 2 quarters, GPU 1: 1 quarter (the least loaded first)
     assert halves.free_slots(0.5) == 2  # half of 0 and half of 1 are free (0.5 + 0.75 -> 1 + 1)
     assert wholes.free_slots(1) == 0
+    wholes.stop_waiting()  # it only looked (asking puts a launcher in line for the room)
     assert quarters.free_slots(0.25) == 5
     h = halves.start(spec(tmp_path, SLEEP, name="h0", gpus_per_job=0.5))
     held = [json.loads(p.read_text()) for p in (leases.root / "gpu-0").iterdir()]
@@ -91,7 +92,9 @@ def test_a_lease_lives_with_its_job_after_the_tuner_that_took_it_is_killed(lease
     tuner.wait()
     other = LocalLauncher(gpus=["0"], jobs_per_gpu=2)
     assert other.free_slots(1) == 1  # one of two slots is still the job's
-    assert LocalLauncher(gpus=["0"]).free_slots(1) == 0  # no whole GPU for anyone
+    probe = LocalLauncher(gpus=["0"])
+    assert probe.free_slots(1) == 0  # no whole GPU for anyone
+    probe.stop_waiting()
     job_spec = spec(tmp_path, SLEEP, name="job", gpus_per_job=1)
     assert other.adopt(handle, job_spec, gpus="0")
     assert other.free_slots(1) == 1  # adopted, counted once
@@ -115,9 +118,10 @@ def test_an_unreadable_lease_counts_as_a_whole_gpu(leases):
     holder.take("j", 0.25)
     (lease,) = (leases.root / "gpu-0").iterdir()
     os.truncate(lease, 0)  # its share can no longer be read: never hand out what may be taken
-    assert GpuSlots(["0"], 4, leases).free(0.25) == 0
+    probe = GpuSlots(["0"], 4, leases)
+    assert probe.free(0.25) == 0
     holder.release("j")
-    assert GpuSlots(["0"], 4, leases).free(0.25) == 4
+    assert probe.free(0.25) == 4
 
 
 def test_an_unusable_lease_directory_is_refused_when_the_launcher_is_made(tmp_path, monkeypatch):
@@ -136,9 +140,10 @@ def test_gpu_ids_that_are_not_file_names_are_leased_safely(leases, tmp_path):
     assert sorted(p.name for p in leases.root.iterdir() if p.is_dir()) == sorted(
         ["gpu-GPU-8f2a%2F1", "gpu-..", "gpu-MIG%203g.40gb"]
     )
-    assert GpuSlots(ids, 1, leases).free(1) == 0
+    probe = GpuSlots(ids, 1, leases)
+    assert probe.free(1) == 0
     slots.release("j")
-    assert GpuSlots(ids, 1, leases).free(1) == 3
+    assert probe.free(1) == 3
 
 
 def test_waiting_for_other_processes_gpus_is_said_once(leases, caplog):

@@ -48,7 +48,8 @@ def test_launchers_of_different_tuners_share_the_machines_places(leases, tmp_pat
     held = [json.loads(p.read_text()) for p in (leases.root / POOL).iterdir()]
     assert sorted((x["job"], x["share"]) for x in held) == [("mine-1", 0.5), ("theirs-1", 0.5)]
     stop(theirs, first)
-    assert mine.free_slots(0) == 1
+    assert mine.free_slots(0) == 1  # it waited first (asked when full): first in line
+    mine.stop_waiting()  # but starts nothing
     stop(mine, mine_1)
     assert theirs.free_slots(0) == 2
     assert list((leases.root / POOL).iterdir()) == []  # lease files go with their jobs
@@ -59,7 +60,9 @@ def test_gpu_jobs_take_a_place_too_and_the_tighter_limit_wins(leases, tmp_path):
     assert launcher.free_slots(1) == 2  # three GPUs, two places
     handles = [launcher.start(spec(tmp_path, SLEEP, name=f"g{i}", gpus_per_job=1)) for i in (0, 1)]
     assert launcher.free_slots(1) == 0  # a GPU is free, no place is
-    assert LocalLauncher(gpus=["9"]).free_slots(0.5) == 0
+    probe = LocalLauncher(gpus=["9"])
+    assert probe.free_slots(0.5) == 0
+    probe.stop_waiting()
     for handle in handles:
         stop(launcher, handle)
     assert launcher.free_slots(1) == 2

@@ -84,7 +84,13 @@ class Launcher(ABC):
     def stop(self, handle: str) -> None: ...
 
     def free_slots(self, gpus_per_job: float) -> int | None:
+        """How many more jobs of that size may start now (None: no limit). Asking, when other
+        tuners' jobs fill the machine's room, puts this launcher in line for it
+        (``wait_queue``) until it starts a job or calls ``stop_waiting``."""
         return None
+
+    def stop_waiting(self) -> None:
+        """Ask for no room for now: leave the line for the machine's room, if in it."""
 
     def adopt(self, handle: str, spec: LaunchSpec, gpus: str | None = None) -> bool:
         """Re-attach to a job started before a restart; False when this launcher cannot."""

@@ -139,6 +139,9 @@ class DockerLauncher(TrackedLauncher[_Container]):
         except Exception as exc:
             raise LaunchError(f"cannot reach the Docker engine: {exc}") from None
 
+    def stop_waiting(self) -> None:
+        self.slots.stop_waiting()
+
     def free_slots(self, gpus_per_job: float) -> int | None:
         """GPU slots free; none while the engine does not answer (a start failed for that and
         a ping still fails): nothing is launched into an engine that is away."""

@@ -180,6 +180,10 @@ class LocalLauncher(TrackedLauncher[_LocalJob]):
         self.grace_period = grace_period
         self.parallel_jobs = parallel_jobs
 
+    def stop_waiting(self) -> None:
+        self.slots.stop_waiting()
+        self.places.stop_waiting()
+
     def free_slots(self, gpus_per_job: float) -> int | None:
         counts = [self.slots.free(gpus_per_job), self.places.free()]
         return min((c for c in counts if c is not None), default=None)

@@ -16,6 +16,7 @@ import os
 from tuner.env_values import optional_count_from_env
 from tuner.errors import LauncherFull, LaunchError
 from tuner.launchers.host_leases import HostLeases, WaitNotice, holders_text, shares_left
+from tuner.launchers.wait_queue import WaitQueue
 
 log = logging.getLogger("tuner.launchers")
 LIMIT_ENV = "TUNER_MAX_LOCAL_JOBS"
@@ -40,15 +41,22 @@ class LocalJobLimit:
         self._keys: dict[str, str] = {}
         self._descriptors: dict[str, int] = {}
         self._notice = WaitNotice()
+        self._queue = WaitQueue(leases, [POOL])
 
     def free(self) -> int | None:
         """How many more local jobs may start now (None: no limit). When other processes' jobs
-        fill the places, that is logged (a tuning job waits for them, and says why)."""
+        fill the places, this launcher waits in line (``wait_queue``: room that frees goes to
+        the tuner that waited longest), and that is logged (a tuning job waits for them, and
+        says why)."""
         if self.limit is None:
             return None
         with self.leases.locked():
             count = self._free()
+            if count > 0 and self._queue.others_first():
+                count = 0
             waiting = count == 0 and len(self._keys) < self.limit
+            if waiting or (count > 0 and self._queue.waiting):
+                self._queue.join()  # keeps its place until it takes room
             if self._notice.due(waiting):
                 log.warning(
                     "waiting for a local job place: %s=%d jobs run on this machine (%s; leases "
@@ -71,6 +79,7 @@ class LocalJobLimit:
                     f"job {job}: {LIMIT_ENV}={self.limit} local jobs already run on this machine"
                 )
             self._hold(job, key)
+            self._queue.leave()
 
     def take_again(self, job: str, key: str) -> None:
         """Record that ``job`` (re-attached after a restart) holds a place; its lease is taken
@@ -94,10 +103,18 @@ class LocalJobLimit:
 
     def close(self) -> None:
         """Let go of this process's lease descriptors (a launcher that closes leaves its jobs
-        running, and each job's wrapper holds its own copy)."""
+        running, and each job's wrapper holds its own copy); wait in line no more."""
         for fd in self._descriptors.values():
             os.close(fd)
         self._descriptors.clear()
+        self.stop_waiting()
+
+    def stop_waiting(self) -> None:
+        """Leave the line for a place (``free`` joins it when other processes' jobs fill the
+        places), if in it."""
+        if self._queue.waiting:
+            with self.leases.locked():
+                self._queue.leave()
 
     def descriptors(self, job: str) -> list[int]:
         """The locked lease descriptor ``job`` holds, to pass on to its process."""

@@ -6,7 +6,8 @@ offer for that fraction.
 With ``leases`` (``tuner.launchers.host_leases``; the local and Docker launchers' default) a slot
 is also a host-wide lease of 1/``jobs_per_gpu`` of the GPU, so a GPU's load counts the jobs of
 every tuner process on the machine, whatever their slot size: a GPU that other tuning jobs fill
-offers no slot here until they end. A start that finds the slots ``free`` promised taken by
+offers no slot here until they end, and then to the tuner that waited longest
+(``wait_queue``). A start that finds the slots ``free`` promised taken by
 another process meanwhile raises ``LauncherFull`` (run it again later); one asked beyond
 what ``free`` offered, with only this process's jobs holding the GPUs, is ``LaunchError``.
 """
@@ -28,6 +29,7 @@ from tuner.launchers.host_leases import (
     holders_text,
     shares_left,
 )
+from tuner.launchers.wait_queue import WaitQueue
 
 log = logging.getLogger("tuner.launchers")
 
@@ -37,6 +39,17 @@ def jobs_per_gpu_for(gpus_per_job: float, jobs_per_gpu: int = 1) -> int:
     if 0 < gpus_per_job < 1:
         return max(jobs_per_gpu, round(1 / gpus_per_job))
     return jobs_per_gpu
+
+
+def gpu_fraction(gpus_per_job: float, jobs_per_gpu: int = 1, launcher: str = "local") -> float:
+    """The share of each of its GPUs that a job gets (``TUNER_GPU_FRACTION`` below 1): one of
+    the slots a GPU offers (``gpus_per_job: 0.5`` with ``jobs_per_gpu: 4`` is a quarter), or on
+    Slurm, which makes no slots, ``gpus_per_job`` itself; 1 for a job without GPUs."""
+    if gpus_per_job <= 0:
+        return 1.0
+    if launcher == "slurm":
+        return min(gpus_per_job, 1.0)
+    return 1 / jobs_per_gpu_for(gpus_per_job, jobs_per_gpu)
 
 
 class GpuSlots:
@@ -63,6 +76,9 @@ class GpuSlots:
         self._keys: dict[str, str] = {}
         self._descriptors: dict[str, list[int]] = {}
         self._notice = WaitNotice()
+        self._queue = (  # room that frees goes to the tuner that waited longest
+            WaitQueue(self.leases, [self._pool(g) for g in self.gpus]) if self.leases else None
+        )
 
     def free(self, gpus_per_job: float) -> int | None:
         """How many more jobs of this size fit now (None: the job needs no GPU). When other
@@ -75,7 +91,11 @@ class GpuSlots:
             return 0
         with self._host():
             count = _fitting(list(self._free_per_gpu().values()), gpus_per_job)
+            if count > 0 and self._queue is not None and self._queue.others_first():
+                count = 0
             waiting = count == 0 and _fitting(self._own_free(), gpus_per_job) > 0
+            if self._queue is not None and (waiting or (count > 0 and self._queue.waiting)):
+                self._queue.join()  # keeps its place until it takes room
             if self.leases is not None and self._notice.due(waiting):
                 log.warning(
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
@@ -105,7 +125,10 @@ class GpuSlots:
                 if _fitting(self._own_free(), count) > 0:  # this process's jobs leave room
                     raise LauncherFull(f"{message}: other jobs on this machine took them meanwhile")
                 raise LaunchError(message)
-            return self._hold(job, sorted(chosen, key=self.gpus.index), key or job, fresh=True)
+            held = self._hold(job, sorted(chosen, key=self.gpus.index), key or job, fresh=True)
+            if self._queue is not None:
+                self._queue.leave()
+            return held
 
     def take_these(self, job: str, gpus: Sequence[str], key: str | None = None) -> list[str]:
         """Record that ``job`` holds these GPUs (a job re-attached after a restart); its lease
@@ -129,11 +152,19 @@ class GpuSlots:
     def close(self) -> None:
         """Let go of this process's lease descriptors (a launcher that closes leaves its jobs
         running): a local job's wrapper holds its own copy, so its lease lasts as long as it
-        does; a container's lease is taken again by whoever adopts it."""
+        does; a container's lease is taken again by whoever adopts it. Wait in line no more."""
         for descriptors in self._descriptors.values():
             for fd in descriptors:
                 os.close(fd)
         self._descriptors.clear()
+        self.stop_waiting()
+
+    def stop_waiting(self) -> None:
+        """Leave the line for GPU room (``free`` joins it when other processes' jobs fill
+        the GPUs), if in it."""
+        if self._queue is not None and self._queue.waiting:
+            with self._host():
+                self._queue.leave()
 
     def descriptors(self, job: str) -> list[int]:
         """The locked lease descriptors ``job`` holds, to pass on to its process."""
