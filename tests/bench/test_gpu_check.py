@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -94,6 +95,10 @@ def test_processes_marked_finds_a_trials_descendants_by_their_environment(tmp_pa
     env = {"PATH": "/usr/bin:/bin", "GPU_CHECK_RUN": run}
     child = subprocess.Popen(["sleep", "60"], env=env)
     try:
+        deadline = time.monotonic() + 10  # until it has exec'd: the forked child's environment
+        while b"sleep" not in Path(f"/proc/{child.pid}/cmdline").read_bytes():  # is ours first
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         found = gpu_check.processes_marked(run)
         assert [line.split(":")[0] for line in found] == [str(child.pid)]
         assert "sleep 60" in found[0]
