@@ -287,6 +287,20 @@ def test_a_remote_engines_gpus_are_leased_apart_from_this_machines(leases, caplo
     there.release("remote-job")
 
 
+def test_a_relative_lease_directory_is_refused(tmp_path, monkeypatch):
+    """Tuner processes started in different folders would each lease in their own copy."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(LEASE_DIR_ENV, "leases")
+    message = f"{LEASE_DIR_ENV} must be an absolute path .* got 'leases'"
+    with pytest.raises(LaunchError, match=message):
+        LocalLauncher(gpus=["0"])
+    command = [sys.executable, "-m", "tuner", "gpus"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    shown = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert shown.returncode == 2 and "must be an absolute path" in shown.stderr
+    assert not (tmp_path / "leases").exists()
+
+
 def test_the_directorys_earlier_variable_is_still_read(tmp_path, monkeypatch):
     """TUNER_GPU_LEASE_DIR named it before local jobs had leases too; the new name wins."""
     monkeypatch.delenv(LEASE_DIR_ENV)

@@ -43,11 +43,18 @@ WAIT_NOTICE_SECONDS = 60.0  # a wait that goes on is said again at most this oft
 
 
 def host_leases() -> HostLeases:
-    """This machine's leases (the module docstring). The default directory, in a temporary
+    """This machine's leases (the module docstring); a configured directory must be absolute.
+    The default directory, in a temporary
     directory anyone may write in, must be this user's own real directory: one that another
     user made (or a symbolic link) is refused, so nobody else can drop or forge its leases."""
-    configured = os.environ.get(LEASE_DIR_ENV) or os.environ.get(EARLIER_LEASE_DIR_ENV)
+    variable = LEASE_DIR_ENV if os.environ.get(LEASE_DIR_ENV) else EARLIER_LEASE_DIR_ENV
+    configured = os.environ.get(variable)
     if configured:
+        if not os.path.isabs(configured):
+            raise LaunchError(
+                f"{variable} must be an absolute path (tuner processes started in other "
+                f"folders would not share a relative one); got {configured!r}"
+            )
         return HostLeases(Path(configured))
     return HostLeases(Path(tempfile.gettempdir()) / f"tuner-leases-{os.getuid()}", own=True)
 
