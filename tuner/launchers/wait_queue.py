@@ -7,8 +7,9 @@ used up its whole budget. Now a launcher that finds room taken by other processe
 the queue of each of its pools (a file per pool that it keeps locked, so a waiter whose process
 died drops out; one that stops asking for ``STALE_SECONDS`` is passed over), and a launcher
 sees no room while a waiter that came before it (any waiter, when it is not in the queue
-itself) is still waiting; it leaves the queue when it takes room or closes. The oldest waiter
-is first in every pool it waits in, so the queue never blocks it: it waits for room alone.
+itself) is still waiting; it leaves the queue when it takes room, asks for none
+(``stop_waiting``) or closes. The oldest waiter is first in every pool it waits in, so the
+queue never blocks it: it waits for room alone.
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ class WaitQueue:
     """This launcher's place in the queues of ``pools`` under ``leases`` (methods are called
     inside ``leases.locked()``)."""
 
-    def __init__(self, leases: HostLeases, pools: Sequence[str], job: str = "") -> None:
+    def __init__(self, leases: HostLeases, pools: Sequence[str]) -> None:
         self.leases = leases
         self.pools = list(pools)
-        self.job = job  # who waits, as the files say (a tuning job's name)
         self.key = f"{os.getpid()}-{secrets.token_hex(6)}"
         self._since: float | None = None  # when it joined; None: not waiting
         self._descriptors: dict[str, int] = {}
@@ -68,7 +68,7 @@ class WaitQueue:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._descriptors[pool] = fd
-            text = json.dumps({"since": self._since, "seen": time.time(), "job": self.job})
+            text = json.dumps({"since": self._since, "seen": time.time(), "pid": os.getpid()})
             os.ftruncate(fd, 0)
             os.pwrite(fd, text.encode(), 0)
 
