@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 from tuner.errors import LaunchError
@@ -204,9 +205,9 @@ def _check_own(root: Path) -> None:
         raise PermissionError(f"{root} belongs to uid {info.st_uid}, not this user's; refused")
 
 
-def _live_lease(path: Path) -> tuple[float, str] | None:
-    """``(share, job)`` of a lease file while somebody locks it; None for a stale or missing
-    one (an unreadable share counts as a whole GPU: never hand out what might be taken)."""
+def read_held(path: Path) -> Any:
+    """The JSON in file ``path`` while some process locks it (a lease, a waiter); None when
+    nobody does or it is gone; ``{}`` when it is held but cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -220,10 +221,21 @@ def _live_lease(path: Path) -> tuple[float, str] | None:
         else:
             return None  # nobody holds it
         try:
-            lease = json.loads(os.pread(fd, 4096, 0))
-            share, job = float(lease["share"]), str(lease.get("job", "?"))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return 1.0, "?"
-        return (share if 0 < share <= 1 else 1.0), job
+            return json.loads(os.pread(fd, 4096, 0))
+        except ValueError:
+            return {}
     finally:
         os.close(fd)
+
+
+def _live_lease(path: Path) -> tuple[float, str] | None:
+    """``(share, job)`` of a lease file while somebody locks it; None for a stale or missing
+    one (an unreadable share counts as a whole GPU: never hand out what might be taken)."""
+    lease = read_held(path)
+    if lease is None:
+        return None
+    try:
+        share, job = float(lease["share"]), str(lease.get("job", "?"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return 1.0, "?"
+    return (share if 0 < share <= 1 else 1.0), job

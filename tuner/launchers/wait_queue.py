@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from tuner.launchers.host_leases import HostLeases
+from tuner.launchers.host_leases import HostLeases, read_held
 
 FOLDER = "waiting"  # under the lease directory: one folder per pool, one file per waiter
 STALE_SECONDS = 5.0  # a waiter that has not asked for room this long is passed over
@@ -102,21 +102,10 @@ class WaitQueue:
 def _live_entry(path: Path) -> dict[str, float] | None:
     """A waiter's ``since`` and ``seen`` while its process locks the file; None otherwise (an
     unreadable live one is stale: passed over rather than waited for)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    entry = read_held(path)
+    if entry is None:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass  # locked: its process waits
-        else:
-            return None
-        try:
-            entry = json.loads(os.pread(fd, 4096, 0))
-            return {"since": float(entry["since"]), "seen": float(entry["seen"])}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return {"since": 0.0, "seen": 0.0}
-    finally:
-        os.close(fd)
+        return {"since": float(entry["since"]), "seen": float(entry["seen"])}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {"since": 0.0, "seen": 0.0}
