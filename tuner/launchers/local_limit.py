@@ -51,12 +51,7 @@ class LocalJobLimit:
         if self.limit is None:
             return None
         with self.leases.locked():
-            count = self._free()
-            if count > 0 and self._queue.others_first():
-                count = 0
-            waiting = count == 0 and len(self._keys) < self.limit
-            if waiting or (count > 0 and self._queue.waiting):
-                self._queue.join()  # keeps its place until it takes room
+            count, waiting = self._queue.room(self._free(), len(self._keys) < self.limit)
             if self._notice.due(waiting):
                 log.warning(
                     "waiting for a local job place: %s=%d jobs run on this machine (%s; leases "
@@ -112,9 +107,7 @@ class LocalJobLimit:
     def stop_waiting(self) -> None:
         """Leave the line for a place (``free`` joins it when other processes' jobs fill the
         places), if in it."""
-        if self._queue.waiting:
-            with self.leases.locked():
-                self._queue.leave()
+        self._queue.stop()
 
     def descriptors(self, job: str) -> list[int]:
         """The locked lease descriptor ``job`` holds, to pass on to its process."""

@@ -91,11 +91,11 @@ class GpuSlots:
             return 0
         with self._host():
             count = _fitting(list(self._free_per_gpu().values()), gpus_per_job)
-            if count > 0 and self._queue is not None and self._queue.others_first():
-                count = 0
-            waiting = count == 0 and _fitting(self._own_free(), gpus_per_job) > 0
-            if self._queue is not None and (waiting or (count > 0 and self._queue.waiting)):
-                self._queue.join()  # keeps its place until it takes room
+            if self._queue is not None:  # without leases only this process's jobs count
+                own_room = _fitting(self._own_free(), gpus_per_job) > 0
+                count, waiting = self._queue.room(count, own_room)
+            else:
+                waiting = False
             if self.leases is not None and self._notice.due(waiting):
                 log.warning(
                     "waiting for GPU slots: other jobs on this machine hold them (%s; leases in "
@@ -162,9 +162,8 @@ class GpuSlots:
     def stop_waiting(self) -> None:
         """Leave the line for GPU room (``free`` joins it when other processes' jobs fill
         the GPUs), if in it."""
-        if self._queue is not None and self._queue.waiting:
-            with self._host():
-                self._queue.leave()
+        if self._queue is not None:
+            self._queue.stop()
 
     def descriptors(self, job: str) -> list[int]:
         """The locked lease descriptors ``job`` holds, to pass on to its process."""

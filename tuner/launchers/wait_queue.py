@@ -45,6 +45,24 @@ class WaitQueue:
     def waiting(self) -> bool:
         return self._since is not None
 
+    def room(self, free: int, own_room: bool) -> tuple[int, bool]:
+        """``(room, waiting)``: of the ``free`` room the pools have now, what this launcher
+        may take (none while a waiter that came first waits), and whether it waits for other
+        processes' jobs (no room, though its own jobs, ``own_room``, would leave some). Waiting
+        puts it in line; once in line it keeps its place until it takes room (``leave``)."""
+        if free > 0 and self.others_first():
+            free = 0
+        waiting = free == 0 and own_room
+        if waiting or (free > 0 and self.waiting):
+            self.join()
+        return free, waiting
+
+    def stop(self) -> None:
+        """Leave the line, if in it, taking the lease directory's lock itself."""
+        if self.waiting:
+            with self.leases.locked():
+                self.leave()
+
     def others_first(self) -> bool:
         """Whether a live waiter that joined before this one (any live waiter, when this one
         is not waiting) waits in one of its pools; stale files are removed on the way."""
