@@ -169,16 +169,16 @@ def wait_until_two_started(tmp_path: Path, name: str, files: str = "*/output/arg
 
 
 def start_long_run(
-    tmp_path: Path, name: str, max_jobs: int, stubborn: bool = False, **pipes
+    tmp_path: Path, name: str, max_jobs: int, stubborn: bool = False, grace: float = 2, **pipes
 ) -> subprocess.Popen:
     """``tuner run`` in the background, its jobs sleeping for a minute (``stubborn``: they
-    ignore SIGTERM, so stopping them takes the 2 s grace period)."""
+    ignore SIGTERM, so stopping them takes the ``grace`` period)."""
     data = definition(tmp_path, max_jobs=max_jobs, max_parallel_jobs=2)
     data["job_definition"]["static_hyperparameters"] = {"sleep": 60}
     pipes.setdefault("env", {**os.environ, **db_env(tmp_path)})
     if stubborn:
         data["job_definition"]["static_hyperparameters"]["ignore_sigterm"] = "true"
-        data["job_definition"]["grace_period"] = 2
+        data["job_definition"]["grace_period"] = grace
     command = [sys.executable, "-m", "tuner", "run", str(write(tmp_path, data)), "--name", name]
     return subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, text=True, **pipes)
 
@@ -233,6 +233,49 @@ def test_stop_takes_over_a_tuning_job_whose_process_died(tmp_path, holder):
     pids = [p.read_text().split() for p in (tmp_path / "runs" / "dead").glob("*/output/runs.txt")]
     assert len(pids) == 2 and all(len(p) == 1 for p in pids)  # none ran twice
     assert not any(Path(f"/proc/{p[0]}").exists() for p in pids)  # gone, not orphaned
+
+
+def test_ctrl_c_while_stop_waits_leaves_the_stop_standing(tmp_path):
+    """Ctrl-C of a waiting ``tuner stop`` said "running training jobs were stopped" (the
+    generic message), though that process had stopped nothing: the stop asked stands, and the
+    run's own process carries it out."""
+    run = start_long_run(tmp_path, "slow", 2, stubborn=True, grace=8, stdout=subprocess.PIPE)
+    wait_until_two_started(tmp_path, "slow")
+    env = {**os.environ, **db_env(tmp_path)}
+    stop = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "stop", "slow"],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    store = Store(db_env(tmp_path)["TUNER_DATABASE_URL"])
+    deadline = time.monotonic() + 30
+    while store.get_tuning_job("slow").status.value != "Stopping":  # asked: now it waits
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.5)
+    stop.send_signal(signal.SIGINT)
+    out, err = stop.communicate(timeout=30)
+    assert stop.returncode == 130, err
+    assert "tuner stop: interrupted while waiting; the stop of slow stands" in err
+    assert "training jobs were stopped" not in err and out == ""
+    run.communicate(timeout=60)
+    assert run.returncode == 0
+    assert store.get_tuning_job("slow").status.value == "Stopped"
+    store.close()
+
+
+def test_ctrl_c_of_a_verb_that_starts_no_jobs_says_only_interrupted(monkeypatch, capsys):
+    from tuner import cli
+
+    def interrupted(_args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err == "tuner: interrupted\n"
 
 
 def test_stop_with_a_bad_setting_says_so_at_once_and_takes_nothing_over(tmp_path):

@@ -421,7 +421,16 @@ def cmd_stop(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.wait and not record.status.terminal:  # wait() takes it over once orphaned
-        HyperparameterTuner.attach(args.name, storage=args.storage).wait()
+        try:
+            HyperparameterTuner.attach(args.name, storage=args.storage).wait()
+        except KeyboardInterrupt:
+            print(
+                f"tuner stop: interrupted while waiting; the stop of {record.name} stands: "
+                f"its process stops it (`tuner stop {record.name}` again waits, and takes it "
+                "over if that process is gone)",
+                file=sys.stderr,
+            )
+            return 130
         record = store.get_tuning_job(args.name)
     print(f"{record.name}: {record.status.value}")
     return 0
@@ -873,8 +882,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as exc:
         print(f"tuner: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tuner: interrupted; running training jobs were stopped", file=sys.stderr)
+    except KeyboardInterrupt:  # run, resume and compare say what became of their jobs
+        print("tuner: interrupted", file=sys.stderr)
         return 130
 
 
