@@ -34,6 +34,7 @@ from tuner.errors import TunerError, ValidationError
 from tuner.launchers.host_leases import gpu_pool, holders_text, host_leases
 from tuner.launchers.local_limit import LIMIT_ENV, limit_from_env
 from tuner.launchers.local_limit import POOL as PLACES
+from tuner.launchers.wait_queue import in_line
 from tuner.metrics import (
     LogMetricParser,
     MetricDefinition,
@@ -389,21 +390,33 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     """Every GPU with leases on this machine: the share held and by which training jobs; and
     the local job places held under ``TUNER_MAX_LOCAL_JOBS`` (when no ids are asked for)."""
     leases = host_leases()
-    held, places = {}, []
+    held, places, waiting = {}, [], {}
     if leases.root.exists():  # a reading verb makes no directory
         with leases.locked():
             held = {gpu: leases.holders(gpu_pool(gpu)) for gpu in args.ids or leases.gpus()}
             places = [] if args.ids else leases.holders(PLACES)
+            pools = [gpu_pool(gpu) for gpu in held] + ([] if args.ids else [PLACES])
+            waiting = {pool: in_line(leases, pool) for pool in pools}
     print(f"GPU leases in {leases.root} (every tuner process of this user on this machine)")
     for gpu, holders in held.items():
         total = sum(share for share, _ in holders)
         print(f"  GPU {gpu}: {f'{total:.3g} held by ' if holders else ''}{holders_text(holders)}")
+        print_line(waiting.get(gpu_pool(gpu), []))
     if not held:
         print("  none: no tuner process here has leased a GPU")
-    if places:
+    if places or waiting.get(PLACES):
         total = sum(share for share, _ in places)
         print(f"Local job places ({LIMIT_ENV}): {total:.3g} held by {holders_text(places)}")
+        print_line(waiting[PLACES])
     return 0
+
+
+def print_line(waiters: Sequence[tuple[float, int]]) -> None:
+    """The tuner processes waiting for room in one pool, first in line first."""
+    if waiters:
+        now = time.time()
+        text = ", ".join(f"process {pid} for {now - since:.0f} s" for since, pid in waiters)
+        print(f"    waiting, first in line first: {text}")
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

@@ -4,6 +4,8 @@ started only once the other had used up its whole budget."""
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,3 +101,32 @@ def test_a_launcher_that_wants_no_room_leaves_the_line(leases, monkeypatch):
     launcher.stop_waiting()
     assert holder.free() == 1
     launcher.close()
+
+
+def test_tuner_gpus_shows_who_waits_in_line_first_in_line_first(leases):
+    """The line had no view: ``tuner gpus`` listed the holders only."""
+    holder = GpuSlots(["0"], 1, leases)
+    holder.take("gpu-job", 1)
+    places = LocalJobLimit(1, leases)
+    places.take("cpu-job", "/runs/a/cpu-job")
+    first, second = GpuSlots(["0"], 1, leases), LocalJobLimit(1, leases)
+    command = [sys.executable, "-m", "tuner", "gpus"]
+    pid = os.getpid()
+    for _ in range(3):  # a waiter that asked no room for 5 s (a slow start here) is not shown
+        assert first.free(1) == 0 and second.free() == 0  # both in line, in their own pools
+        done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+        shown = [re.sub(r"for \d+ s", "for N s", line) for line in done.stdout.splitlines()]
+        if len(shown) == 5:
+            break
+    assert shown[1:] == [
+        "  GPU 0: 1 held by gpu-job 1",
+        f"    waiting, first in line first: process {pid} for N s",
+        "Local job places (TUNER_MAX_LOCAL_JOBS): 1 held by cpu-job 1",
+        f"    waiting, first in line first: process {pid} for N s",
+    ]
+    first.stop_waiting()
+    second.stop_waiting()
+    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    assert "waiting" not in done.stdout
+    holder.release("gpu-job")
+    places.release("cpu-job")

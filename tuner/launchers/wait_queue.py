@@ -117,13 +117,26 @@ class WaitQueue:
         return self.leases.root / FOLDER / quote(pool, safe="") / key
 
 
+def in_line(leases: HostLeases, pool: str) -> list[tuple[float, int]]:
+    """``(since, pid)`` of each tuner process waiting in ``pool``'s line now, first in line
+    first (for ``tuner gpus``: it reads only, removing nothing; stale waiters are left out)."""
+    found = []
+    now = time.time()
+    with contextlib.suppress(FileNotFoundError):
+        for path in (leases.root / FOLDER / quote(pool, safe="")).iterdir():
+            entry = _live_entry(path)
+            if entry is not None and now - entry["seen"] < STALE_SECONDS:
+                found.append((entry["since"], int(entry["pid"])))
+    return sorted(found)
+
+
 def _live_entry(path: Path) -> dict[str, float] | None:
-    """A waiter's ``since`` and ``seen`` while its process locks the file; None otherwise (an
-    unreadable live one is stale: passed over rather than waited for)."""
+    """A waiter's ``since``, ``seen`` and ``pid`` while its process locks the file; None
+    otherwise (an unreadable live one is stale: passed over rather than waited for)."""
     entry = read_held(path)
     if entry is None:
         return None
     try:
-        return {"since": float(entry["since"]), "seen": float(entry["seen"])}
+        return {key: float(entry[key]) for key in ("since", "seen", "pid")}
     except (ValueError, KeyError, TypeError, AttributeError):
-        return {"since": 0.0, "seen": 0.0}
+        return {"since": 0.0, "seen": 0.0, "pid": 0.0}
