@@ -19,6 +19,7 @@ from tuner.metrics import (
 )
 
 ACC = MetricDefinition("validation-accuracy", r"validation: accuracy=([0-9\.]+)")
+ACC_PLAIN = MetricDefinition("acc", r"accuracy=([0-9.]+)")
 LOSS = MetricDefinition("loss", r"loss=([-+0-9.eEnaifNAIF]+)")
 
 CASES = [
@@ -111,11 +112,38 @@ def test_a_long_line_fed_at_once_is_parsed_in_the_same_pieces_as_fed_in_parts(tm
     parts = [p for i in range(0, len(line), 7) for p in in_parts.feed(line[i : i + 7].encode())]
     parts += in_parts.close()
     assert [p.value for p in whole] == [p.value for p in parts]
-    assert at_once.lines == in_parts.lines == -(-len(line) // 100)
+    assert at_once.lines == in_parts.lines == 1  # one line, however many pieces
     log = tmp_path / "log.txt"
     log.write_bytes(line.encode())
     assert b"".join(log_chunks(log, chunk_size=1000)) == line.encode()
     assert max(map(len, log_chunks(log, chunk_size=1000))) == 1000
+
+
+@pytest.mark.parametrize(
+    "chunk, read",
+    [
+        (1 << 20, [("acc", 0.91), ("acc", 0.5), ("percent", 0.912), ("acc", 0.25)]),
+        (7, [("acc", 0.5), ("acc", 0.25)]),
+    ],
+    ids=["line-read-whole", "line-arriving-in-pieces"],
+)
+def test_a_number_cut_by_a_long_lines_cut_is_dropped_not_misread(chunk, read):
+    """``accuracy=0.91`` cut after ``0.9`` was read as 0.9 and the job Completed with it (a
+    QA helper: a line over 64 KiB arriving in pieces, e.g. a one-line JSON dump); and the tail
+    of a number cut before it (``12%`` of ``0.912%``) read as 12. A line whose end has arrived
+    is not cut; matches wholly inside a piece are read."""
+    size = 100
+    line = "x" * (size - len("accuracy=0.9")) + "accuracy=0.91 "  # cut after 0.9
+    line += "y" * (3 * size - len(line) - 3) + "0.9" + "12% accuracy=0.5 end"  # and again
+    percent = MetricDefinition("percent", r"([0-9.]+)%")
+    parser = LogMetricParser([ACC_PLAIN, percent], max_line_chars=size)
+    data = (line + "\nvalidation: accuracy=0.25\n").encode()
+    points = [p for i in range(0, len(data), chunk) for p in parser.feed(data[i : i + chunk])]
+    points += parser.close()
+    assert [(p.name, p.value) for p in points] == read
+    assert parser.lines == 2
+    dropped = 4 - len(read) // 2 * 2  # whole: none; in pieces: 0.9 of 0.91 and 12 of 0.912
+    assert parser.dropped_at_cuts == ({"acc": 1, "percent": 1} if dropped else {})
 
 
 def test_a_crlf_split_between_two_reads_is_one_line_break():

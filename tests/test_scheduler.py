@@ -339,6 +339,27 @@ def test_an_objective_captured_only_as_text_says_so(tmp_path, sqlite_url):
     )
 
 
+def test_an_objective_cut_in_a_long_line_fails_the_job_saying_so(tmp_path, sqlite_url):
+    """``accuracy=0.91`` across the cut of a line over 64 KiB was recorded as 0.9, Completed
+    (a QA helper); now the match is dropped and the reason says where it went."""
+    script = tmp_path / "long.py"
+    script.write_text(  # 2 MB: never in one read (1 MiB), so cut every 64 KiB from its start
+        "import sys\n"
+        "head = 'validation: loss=0 accuracy=0.9'\n"
+        "sys.stdout.write('A' * (2 * 65536 - len(head)) + head + '1 ' + 'B' * 2000000 + '\\n')\n"
+    )
+    tuner = make_tuner(
+        tmp_path, sqlite_url, max_jobs=1, job={"command": [sys.executable, str(script)]}
+    )
+    tuner.fit()
+    (job,) = tuner.training_jobs()
+    assert job.status is TrainingStatus.FAILED and job.objective is None
+    assert job.failure_reason.startswith(
+        "objective metric 'accuracy' was never reported in the log (1 match dropped where a "
+        "line longer than 65536 characters was cut: print the metric on a line of its own); "
+    )
+
+
 def test_max_runtime_fails_the_job_and_the_tuner_goes_on(tmp_path, sqlite_url):
     tuner = make_tuner(
         tmp_path,

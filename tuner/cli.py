@@ -571,7 +571,10 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
                     f"capture: {parser.last_unparsed[metric.name]!r}; below)"
                 )
             else:
-                print(f"  {metric.name}{marker}: no match for {metric.regex!r}")
+                print(
+                    f"  {metric.name}{marker}: no match for {metric.regex!r}"
+                    + parser.cut_note(metric.name)
+                )
             continue
         finite = [v for v in values if math.isfinite(v)]
         shown = ", ".join(f"{v:g}" for v in values[:3]) + (" ..." if len(values) > 3 else "")
@@ -579,6 +582,7 @@ def cmd_check_metrics(args: argparse.Namespace) -> int:
             f"  {metric.name}{marker}: {len(values)} values [{shown}] last={values[-1]:g}"
             + (f" min={min(finite):g} max={max(finite):g}" if finite else "")
             + (f" ({len(values) - len(finite)} not finite)" if len(finite) < len(values) else "")
+            + parser.cut_note(metric.name)
         )
         if marker:
             found_objective = True

@@ -8,7 +8,8 @@ match in every log line is one ``MetricPoint`` (value, order, time).
 survives what real training logs contain: lines split across reads, carriage-return progress
 bars (``\\r`` ends a line like ``\\n``), ANSI colour and cursor codes (removed before matching),
 invalid UTF-8 (replaced by U+FFFD), multibyte characters split across reads, and very long lines
-(cut into pieces of ``max_line_chars``; a match that straddles a cut is lost).
+(cut into pieces of ``max_line_chars``; a match that touches a cut is dropped, not read: it
+may be the start or the end of a longer one, e.g. ``accuracy=0.9`` of ``accuracy=0.91``).
 
 Metric regexes run on RE2 (the ``google-re2`` package), not on ``re``: log lines come from
 training code the tuner does not control, and a backtracking engine lets one regex such as
@@ -215,9 +216,11 @@ class LogMetricParser:
         self.last_unparsed: dict[str, str] = {}  # per metric, its last such text
         self.lines = 0
         self.last_line = ""
+        self.dropped_at_cuts: dict[str, int] = {}  # per metric, matches touching a cut
         self._clock = clock
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._buffer = ""
+        self._after_cut = False  # the buffer continues a line cut before it
         self._seq = 0
 
     def feed(self, data: bytes) -> list[MetricPoint]:
@@ -227,14 +230,19 @@ class LogMetricParser:
         parts = LINE_BREAK.split(text[: len(text) - len(held)])
         self._buffer = parts.pop() + held
         points: list[MetricPoint] = []
-        for line in parts:
-            points.extend(self._parse_line(line))
+        for n, line in enumerate(parts):
+            points.extend(self._parse_line(line, after_cut=n == 0 and self._after_cut))
+        if parts:  # the buffer begins a line of its own
+            self._after_cut = False
         # A line longer than max_line_chars is parsed in pieces of that size, cut by index:
         # cutting the rest off each piece copied it, quadratic in the line (a 48 MB line: 24 s).
         size = self.max_line_chars
         pieces = max(0, (len(self._buffer) - 1) // size)  # all but a last piece of 1..size
         for i in range(pieces):
-            points.extend(self._parse_line(self._buffer[i * size : (i + 1) * size]))
+            piece = self._buffer[i * size : (i + 1) * size]
+            points.extend(self._parse_line(piece, self._after_cut or i > 0, before_cut=True))
+        if pieces:
+            self._after_cut = True
         self._buffer = self._buffer[pieces * size :]
         return points
 
@@ -243,11 +251,27 @@ class LogMetricParser:
         tail = self._buffer + self._decoder.decode(b"", final=True)
         self._buffer = ""
         if tail.endswith("\r"):  # held back by feed: the last line's break
-            return self._parse_line(tail[:-1])
-        return self._parse_line(tail) if tail else []
+            return self._parse_line(tail[:-1], self._after_cut)
+        return self._parse_line(tail, self._after_cut) if tail else []
 
-    def _parse_line(self, line: str) -> list[MetricPoint]:
-        self.lines += 1
+    def cut_note(self, name: str) -> str:
+        """What was dropped of metric ``name`` at the cuts of long lines (see the module), as
+        a clause to add to a message; empty when nothing was."""
+        count = self.dropped_at_cuts.get(name, 0)
+        if not count:
+            return ""
+        return (
+            f" ({count} match{'es' if count > 1 else ''} dropped where a line longer than "
+            f"{self.max_line_chars} characters was cut: print the metric on a line of its own)"
+        )
+
+    def _parse_line(
+        self, line: str, after_cut: bool = False, before_cut: bool = False
+    ) -> list[MetricPoint]:
+        """The points of one line, or of one piece of a line cut before and/or after it: a
+        match touching a cut is dropped (the text beyond the cut may extend or change it)."""
+        if not before_cut:
+            self.lines += 1
         clean = ANSI_ESCAPE.sub("", line)
         if clean.strip():
             self.last_line = clean.strip()
@@ -255,6 +279,10 @@ class LogMetricParser:
         points = []
         for definition in self.definitions:
             for match in definition.pattern.finditer(clean):
+                if (after_cut and match.start() == 0) or (before_cut and match.end() == len(clean)):
+                    dropped = self.dropped_at_cuts
+                    dropped[definition.name] = dropped.get(definition.name, 0) + 1
+                    continue
                 text = match.group(1)
                 value = parse_number(text)
                 if value is None:

@@ -694,8 +694,10 @@ class Scheduler:
         elif objective is None:
             outcome = TrainingStatus.FAILED
             text = run.parser.last_unparsed.get(d.objective_metric_name)
+            cut = run.parser.cut_note(d.objective_metric_name)
             reason = (
-                f"objective metric {d.objective_metric_name!r} was never reported in the log{last}"
+                f"objective metric {d.objective_metric_name!r} was never reported in the "
+                f"log{cut}{last}"
                 if text is None
                 else f"objective metric {d.objective_metric_name!r} was captured only as text "
                 f"that is not a number, last {text!r:.100}"
