@@ -349,6 +349,28 @@ def test_ctrl_c_stops_running_jobs_and_records_it(tmp_path, signals):
     assert described["training_job_status_counters"]["InProgress"] == 0
 
 
+def test_a_run_started_ignoring_ctrl_c_keeps_ignoring_it(tmp_path):
+    """A shell script's background ``tuner run`` starts with SIGINT ignored (so a Ctrl-C meant
+    for the foreground job leaves it be); it set its own handler half a second in, and from
+    then on such a Ctrl-C stopped it. SIGTERM still stops it."""
+    run = start_long_run(
+        tmp_path,
+        "bg",
+        2,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    wait_until_two_started(tmp_path, "bg")
+    run.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert run.poll() is None  # still running
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    described = json.loads(tuner(tmp_path, "describe", "bg", "--json").stdout)
+    assert described["status"] == "Stopped"
+
+
 def test_a_second_sigterm_as_the_run_ends_does_not_change_its_exit_code(tmp_path):
     """A supervisor repeating SIGTERM: the second came after the jobs had stopped, while the
     process was exiting, with the default handler back, and it exited 143 instead of 130."""

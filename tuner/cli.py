@@ -128,7 +128,7 @@ def _drive(
         tuner.interrupt()
 
     ended: list[bool] = []
-    previous = {s: signal.signal(s, on_stop_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = take_stop_signals(on_stop_signal)
     try:
         try:
             run(bar)
@@ -139,6 +139,14 @@ def _drive(
     finally:  # the handlers of before, once the outcome is read (tuner.entry: exit 130)
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def take_stop_signals(handler: Callable[[int, Any], None]) -> dict[int, Any]:
+    """Answer Ctrl-C and SIGTERM with ``handler``, but for one this process was started
+    ignoring (a shell script's background job ignores SIGINT, so that a Ctrl-C meant for the
+    foreground job does not stop it); returns the handlers before, to put back."""
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    return {n: signal.signal(n, handler) for n in numbers if signal.getsignal(n) != signal.SIG_IGN}
 
 
 def _outcome(tuner: HyperparameterTuner) -> int:
@@ -329,7 +337,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         stopping.append(signum)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, on_stop_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = take_stop_signals(on_stop_signal)
     try:
         names = run_comparison(spec, storage=args.storage, on_event=on_event)
     except KeyboardInterrupt:
