@@ -119,6 +119,9 @@ def test_run_list_describe_export(tmp_path):
     assert piped.stdout == (tmp_path / "jobs.csv").read_text()
     folder = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path))  # IsADirectoryError
     assert folder.returncode == 2 and f"cannot write CSV {tmp_path}" in folder.stderr
+    under_a_file = tuner(tmp_path, "export", "cli-1", "--csv", str(tmp_path / "jobs.csv" / "x"))
+    assert under_a_file.returncode == 2  # it said "File exists"
+    assert f"{tmp_path / 'jobs.csv'} is a file, not a folder" in under_a_file.stderr
     twice = tuner(tmp_path, "report", "cli-1", "cli-1", "--out", str(tmp_path / "r"))
     assert twice.returncode == 2  # every job would count twice
     assert "a report names each tuning job once, got 'cli-1' twice" in twice.stderr

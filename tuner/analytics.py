@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.errors import TunerError
+from tuner.out_folders import make_folder, why
 from tuner.records import TrainingJob, TrainingStatus
 from tuner.summary import stopped_early
 
@@ -102,11 +103,11 @@ class TuningJobAnalytics:
         """Write the dataframe to ``path`` (parent folders created) and return the path;
         ``TunerError`` naming the path when it cannot be written (a folder, no permission)."""
         target = Path(path)
+        make_folder(target.parent, f"CSV {target.name}")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
             self.dataframe().to_csv(target, index=False, date_format=CSV_TIME_FORMAT)
         except OSError as exc:
-            raise TunerError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
+            raise TunerError(f"cannot write CSV {target}: {why(target, exc)}") from None
         return target
 
 

@@ -42,6 +42,7 @@ from tuner.metrics import (
     final_objective,
     log_chunks,
 )
+from tuner.out_folders import make_folder
 from tuner.owners import owner_is_gone
 from tuner.parameters import argv_word
 from tuner.progress import ProgressBar, wanted
@@ -309,6 +310,8 @@ def add_progress_flags(parser: argparse.ArgumentParser) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     spec = ComparisonSpec.load(args.spec)
     definitions = spec.definitions()  # a Grid arm's max_jobs may be its grid's size
+    folder = args.report_dir or spec.report_dir or f"tuner-runs/reports/{spec.name}"
+    make_folder(folder, "the report")  # refused before the arms run, not after
     runs = len(definitions)
     total = sum(d.max_jobs for d in definitions)
     print(
@@ -351,7 +354,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for number, handler in previous.items():
             signal.signal(number, handler)
         bar.close()
-    folder = args.report_dir or spec.report_dir or f"tuner-runs/reports/{spec.name}"
     return _print_report(Store(args.storage), names, folder, f"Comparison {spec.name}")
 
 

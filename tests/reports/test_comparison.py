@@ -659,6 +659,26 @@ def test_a_report_folder_that_cannot_be_written_is_one_clear_error(sqlite_url):
         report(store, ["nowhere"], "/proc/nope", "t")
 
 
+def test_a_report_folder_that_cannot_be_made_is_refused_before_any_arm_runs(
+    tmp_path, sqlite_url, capsys
+):
+    """Every arm ran (hours on a GPU) before ``tuner compare`` found that its report folder,
+    under a file, could not be made ("Not a directory")."""
+    from tuner.cli import main
+
+    (tmp_path / "afile").write_text("")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(spec_data(tmp_path)))
+    out = tmp_path / "afile" / "sub"
+    code = main(["--storage", sqlite_url, "compare", str(spec), "--report-dir", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err.endswith(
+        f"tuner: error: cannot write the report to {out}: {tmp_path / 'afile'} is a file, "
+        "not a folder\n"
+    )
+    assert Store(sqlite_url).list_tuning_jobs() == []  # nothing ran
+
+
 def test_a_run_made_from_another_spec_is_refused_before_anything_runs(tmp_path, sqlite_url):
     """A changed spec silently reused the old runs (another max_jobs, another strategy); a
     changed objective ran new jobs and then failed the report for good; comparison 'col' arm

@@ -29,6 +29,7 @@ from matplotlib.ticker import MaxNLocator
 
 from tuner.analytics import CSV_TIME_FORMAT
 from tuner.errors import TunerError
+from tuner.out_folders import make_folder, why
 from tuner.reports.data import number
 from tuner.summary import objective_text
 
@@ -555,18 +556,14 @@ def render_html(data: dict[str, Any], title: str, images: dict[str, bytes] | Non
 
 def write_report(data: dict[str, Any], folder: str | Path, title: str) -> dict[str, Path]:
     """Write every file of the report into ``folder``; returns their paths by kind."""
-    out = Path(folder)
+    out = make_folder(folder, "the report")
     try:
         return _write_report(data, out, title)
-    except OSError as exc:  # a folder that cannot be made or written: one line, not a traceback
-        raise TunerError(
-            f"cannot write the report to {out}: {exc.strerror or exc}"
-            f"{f' ({exc.filename})' if exc.filename else ''}"
-        ) from None
+    except OSError as exc:  # a file that cannot be written: one line, not a traceback
+        raise TunerError(f"cannot write the report to {out}: {why(out, exc)}") from None
 
 
 def _write_report(data: dict[str, Any], out: Path, title: str) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
     images = render_plots(data)
     for filename, png in images.items():
         (out / filename).write_bytes(png)
