@@ -68,6 +68,21 @@ def test_max_jobs_left_out_is_ten_or_a_grids_whole_grid(tmp_path):
     assert HyperparameterTuner(**args).definition.max_jobs == 10
 
 
+def test_a_small_whole_grid_runs_with_a_larger_max_parallel_jobs(tmp_path):
+    """Refused: "max_parallel_jobs <= max_jobs must hold, got max_parallel_jobs=4, max_jobs=2",
+    a max_jobs the user never gave (a QA helper; also a comparison's Grid arm beside a Random
+    one with the same max_parallel_jobs). All of it runs at once; a max_jobs given is checked."""
+    grid = {"x": CategoricalParameter([0.1, 0.2])}
+    args = tuner_args(tmp_path, strategy="Grid", hyperparameter_ranges=grid, max_parallel_jobs=4)
+    del args["max_jobs"]
+    tuner = HyperparameterTuner(**args)
+    assert (tuner.definition.max_jobs, tuner.definition.max_parallel_jobs) == (2, 2)
+    tuner.fit(progress=False)
+    assert sorted(j.hyperparameters["x"] for j in tuner.training_jobs()) == [0.1, 0.2]
+    with pytest.raises(ValidationError, match="got max_parallel_jobs=4, max_jobs=2"):
+        HyperparameterTuner(**{**args, "max_jobs": 2})
+
+
 def test_choice_fields_are_matched_without_regard_to_case_as_strategy_is(tmp_path):
     """``strategy: random`` was accepted and ``objective_type: maximize`` refused."""
     tuner = HyperparameterTuner(

@@ -433,8 +433,10 @@ class TuningJobDefinition(_Strict):
     @classmethod
     def _grid_size(cls, data: Any) -> Any:
         """``max_jobs`` left out of a Grid: the grid's size (SageMaker works it out the same
-        way); every other strategy needs it. A definition the grid cannot be built from is
-        left as it is, for the other checks to name what is wrong."""
+        way), and ``max_parallel_jobs`` at most that (a comparison's one ``max_parallel_jobs``
+        for a small grid was refused against a ``max_jobs`` nobody gave); every other strategy
+        needs it. A definition the grid cannot be built from is left as it is, for the other
+        checks to name what is wrong."""
         if not isinstance(data, dict) or data.get("max_jobs") is not None:
             return data
         try:
@@ -454,6 +456,9 @@ class TuningJobDefinition(_Strict):
                 f"max_jobs left out runs the whole grid, which must hold at most {MAX_JOBS} "
                 f"configurations, got {grid.size}: give max_jobs"
             )
+        parallel = data.get("max_parallel_jobs")
+        if isinstance(parallel, int) and not isinstance(parallel, bool) and parallel > grid.size:
+            data = {**data, "max_parallel_jobs": grid.size}  # no more than there is to run
         return {**data, "max_jobs": grid.size}
 
     @model_validator(mode="after")
