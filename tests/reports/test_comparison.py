@@ -458,6 +458,19 @@ def test_compute_saved_is_per_job_so_arms_of_other_budgets_compare(sqlite_url):
         store.finish_training_job(job.name, TrainingStatus.STOPPED, None, f"{NOT_STARTED}away")
     arms = {a["arm"]: a for a in build(store, ["full", "auto"])["arms"]}
     assert arms["auto"]["compute_saved"] == pytest.approx(0.5)  # was 0.8: ten "jobs" counted
+    from tuner.summary import STOPPED_BY_SIGNAL
+
+    # a Ctrl-C stopped an attempt of the reference arm after 6 s; its configuration ran again:
+    # its compute was used (the arm's total), but says nothing of the arm per job (a QA
+    # helper: "56% saved" after a resume against 47% uninterrupted)
+    job = store.create_training_job("full", 3, {})
+    store.finish_training_job(
+        job.name, TrainingStatus.STOPPED, None, STOPPED_BY_SIGNAL, began_at=1000.0, ended_at=1006.0
+    )
+    arms = {a["arm"]: a for a in build(store, ["full", "auto"])["arms"]}
+    assert arms["full"]["compute_seconds_median"] == 26
+    assert arms["full"]["compute_seconds_per_job_median"] == 10
+    assert arms["auto"]["compute_saved"] == pytest.approx(0.5)
 
 
 def test_compute_saved_is_measured_against_a_full_budget_arm_with_a_result(sqlite_url):

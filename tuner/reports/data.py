@@ -19,9 +19,10 @@ counted by its share; one CPU per job without GPUs), so the curves also give bes
 against compute, and an arm that stops jobs early (``early_stopping_type="Auto"`` or
 Hyperband) shows ``compute_saved``: one minus its median compute per training job over that of
 the first full-budget arm with a result in the same unit (``compute_reference``: GPU-seconds
-and CPU-seconds do not compare); per job counted towards
-``max_jobs`` (not a start that did not happen, nor a run ended from outside, whose compute
-counts), so that arms of other ``max_jobs`` compare.
+and CPU-seconds do not compare); per job counted towards ``max_jobs``, from those jobs'
+compute alone, so that arms of other ``max_jobs`` compare and an interruption does not move it
+(an attempt that ran again, after a Ctrl-C or a run ended from outside, says nothing of the
+arm; the curves and ``compute_hours`` count its compute: it was used).
 ``importance`` (when asked) gives each arm's hyperparameter importance
 (``tuner.reports.importance``).
 ``warm_starts`` lists the runs that started from earlier tuning jobs: their parents and what was
@@ -304,9 +305,9 @@ def build(store: Store, names: list[str], importance: bool = False) -> dict[str,
                 ),
                 "compute_seconds_per_job_median": _median(
                     [
-                        c[-1]["compute_seconds"] / counted
-                        for run, c in zip(members, curves[arm], strict=True)
-                        if c and (counted := sum(not ran_again(j) for j in run.ended()))
+                        sum((j.duration or 0.0) * _share(run) for j in counted) / len(counted)
+                        for run in members
+                        if (counted := [j for j in run.ended() if not ran_again(j)])
                     ]
                 ),
             }
