@@ -98,3 +98,18 @@ def test_a_worker_s_name_fits_the_store_with_the_longest_host(monkeypatch) -> No
     monkeypatch.setattr(socket, "gethostname", lambda: "h" * 255)
     assert len(process_owner(service=process_owner())) <= 128
     assert not owner_is_gone(process_owner(service=process_owner()))
+
+
+def test_an_owner_reads_as_a_process_on_a_host():
+    """``tuner resume`` said "being run by vm:5846:9ec1d0:10234:4026531836:5f2c..."."""
+    import socket
+
+    from tuner.owners import owner_text
+
+    host = socket.gethostname()[:40].replace(":", "-")
+    assert owner_text(process_owner()) == f"process {os.getpid()} on {host}"
+    worker = process_owner(service="box:77:abc:123:ns:boot")
+    assert owner_text(worker) == (
+        f"process {os.getpid()} on {host} (a worker of the service in process 77)"
+    )
+    assert owner_text("winner") == "'winner'"  # another form: as it is

@@ -244,7 +244,7 @@ def test_the_loser_of_two_concurrent_resumes_names_the_winner(tmp_path, sqlite_u
         return claim(name, owner, ttl, replacing)
 
     loser.store.claim_tuning_job = winner_first  # type: ignore[method-assign]
-    with pytest.raises(ValidationError, match="is being run by winner"):
+    with pytest.raises(ValidationError, match="is being run by 'winner'"):
         loser.resume()
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from tuner import signal_safe
 from tuner.analytics import parameter_columns
 from tuner.comparison import ComparisonSpec, run_comparison
-from tuner.definition import TuningJobDefinition, read_yaml_file
+from tuner.definition import TuningJobDefinition, gpu_id, read_yaml_file
 from tuner.env_values import COUNT_RULE, positive_seconds, positive_whole
 from tuner.errors import TunerError, ValidationError
 from tuner.launchers.host_leases import gpu_pool, holders_text, host_leases
@@ -140,6 +140,11 @@ def _drive(
     finally:  # the handlers of before, once the outcome is read (tuner.entry: exit 130)
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 arm``, ``2 arms``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def take_stop_signals(handler: Callable[[int, Any], None]) -> dict[int, Any]:
@@ -315,8 +320,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     runs = len(definitions)
     total = sum(d.max_jobs for d in definitions)
     print(
-        f"comparison {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} seeds = {runs} "
-        f"tuning jobs, at most {total} training jobs",
+        f"comparison {spec.name}: {counted(len(spec.arms), 'arm')} x "
+        f"{counted(len(spec.seeds), 'seed')} = {counted(runs, 'tuning job')}, at most "
+        f"{counted(total, 'training job')}",
         file=sys.stderr,
     )
     from tqdm import tqdm
@@ -399,13 +405,17 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_gpus(args: argparse.Namespace) -> int:
     """Every GPU with leases on this machine: the share held and by which training jobs; and
     the local job places held under ``TUNER_MAX_LOCAL_JOBS`` (when no ids are asked for)."""
+    try:
+        ids = [str(gpu_id(gpu)) for gpu in args.ids]
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
     leases = host_leases()
     held, places, waiting = {}, [], {}
     if leases.root.exists():  # a reading verb makes no directory
         with leases.locked():
-            held = {gpu: leases.holders(gpu_pool(gpu)) for gpu in args.ids or leases.gpus()}
-            places = [] if args.ids else leases.holders(PLACES)
-            pools = [gpu_pool(gpu) for gpu in held] + ([] if args.ids else [PLACES])
+            held = {gpu: leases.holders(gpu_pool(gpu)) for gpu in ids or leases.gpus()}
+            places = [] if ids else leases.holders(PLACES)
+            pools = [gpu_pool(gpu) for gpu in held] + ([] if ids else [PLACES])
             waiting = {pool: in_line(leases, pool) for pool in pools}
     print(f"GPU leases in {leases.root} (every tuner process of this user on this machine)")
     for gpu, holders in held.items():

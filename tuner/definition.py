@@ -71,6 +71,20 @@ MAX_GPUS_PER_JOB = 1024
 GPU_UUID = re.compile(r"(GPU|MIG)-[A-Za-z0-9][A-Za-z0-9._:/-]*")  # as nvidia-smi -L prints them
 
 
+def gpu_id(gpu: str | int) -> str | int:
+    """One GPU's id spelled one way: an index (``00`` is ``0``, a string stays a string) or a
+    UUID as ``nvidia-smi -L`` prints it; ``ValueError`` naming the rule otherwise."""
+    text = str(gpu)
+    if text.isascii() and text.isdigit() and len(text) <= 6:
+        return str(int(text)) if isinstance(gpu, str) else int(text)
+    if GPU_UUID.fullmatch(text):
+        return gpu
+    raise ValueError(
+        "gpus must be GPU indices (0, 1, ...) or UUIDs (GPU-..., MIG-...) as nvidia-smi -L "
+        f"prints them, got {gpu!r}"
+    )
+
+
 def _leaf(value: Any) -> bool:
     """A value no model is made of (a number, a text, a list of them): kept as it is, it reads
     the same; a nested definition kept as a mapping would not."""
@@ -226,18 +240,7 @@ class JobDefinition(_Strict):
         """Each id is one GPU, spelled one way: an index (``0``; ``00`` is ``0``) or a UUID as
         ``nvidia-smi -L`` prints it (``GPU-...``, ``MIG-...``), so that two spellings of one
         GPU (or ``"0,1"``, two GPUs) cannot take two sets of slots."""
-        ids: list[str | int] = []
-        for gpu in value:
-            text = str(gpu)
-            if text.isascii() and text.isdigit() and len(text) <= 6:
-                ids.append(str(int(text)) if isinstance(gpu, str) else int(text))
-            elif GPU_UUID.fullmatch(text):
-                ids.append(gpu)
-            else:
-                raise ValueError(
-                    "gpus must be GPU indices (0, 1, ...) or UUIDs (GPU-..., MIG-...) as "
-                    f"nvidia-smi -L prints them, got {gpu!r}"
-                )
+        ids = [gpu_id(gpu) for gpu in value]
         names = [str(gpu) for gpu in ids]
         if len(set(names)) != len(names):
             raise ValueError(f"gpus must name each GPU once, got {value}")

@@ -67,6 +67,16 @@ def process_owner(service: str | None = None) -> str:
     return own
 
 
+def owner_text(owner: str | None) -> str:
+    """``owner`` as a person reads it: ``process 5846 on vm`` (``... a worker of the service
+    in process 77 ...`` for a service's worker); an owner of another form as it is."""
+    parts = (owner or "").split(":")
+    if len(parts) not in (6, 8) or not parts[1].isdigit():
+        return repr(owner)
+    worker = f" (a worker of the service in process {parts[6]})" if len(parts) == 8 else ""
+    return f"process {parts[1]} on {parts[0]}{worker}"
+
+
 def owner_is_gone(owner: str | None) -> bool:
     """True only when ``owner`` names a process of this machine, boot and PID namespace that
     no longer runs and, for a service's worker, whose service no longer runs either; False for

@@ -35,7 +35,7 @@ from tuner.env_values import positive_seconds
 from tuner.errors import NotFoundError, NotResumable, TunerError, ValidationError
 from tuner.fidelity import tuning_job_report
 from tuner.metrics import MetricDefinition
-from tuner.owners import owner_is_gone, process_owner
+from tuner.owners import owner_is_gone, owner_text, process_owner
 from tuner.parameters import Parameter
 from tuner.progress import ProgressBar
 from tuner.records import TrainingJob, TrainingStatus, TuningStatus
@@ -451,7 +451,8 @@ class HyperparameterTuner:
             if record.status.terminal:
                 raise NotResumable(f"tuning job {name} has ended ({record.status.value})")
             raise NotResumable(
-                f"tuning job {name} is being run by {record.owner} (its lease has not expired)"
+                f"tuning job {name} is being run by {owner_text(record.owner)} (its lease has "
+                "not expired)"
             )
 
     def _use(self, scheduler: Scheduler) -> None:

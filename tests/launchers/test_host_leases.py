@@ -254,6 +254,11 @@ def test_tuner_gpus_shows_which_jobs_hold_which_share(leases, tmp_path, monkeypa
         "  GPU 1: 0.25 held by q1 0.25",
     ]
     assert gpus("1", "7") == [head, "  GPU 1: 0.25 held by q1 0.25", "  GPU 7: free"]
+    assert gpus("01") == [head, "  GPU 1: 0.25 held by q1 0.25"]  # one GPU, one spelling
+    bad = [sys.executable, "-m", "tuner", "gpus", "abc"]  # listed as free before
+    refused = subprocess.run(bad, capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 2 and "gpus must be GPU indices" in refused.stderr
+    assert "got 'abc'" in refused.stderr
     for handle in handles:
         quarters.stop(handle)
         wait(quarters, handle)

@@ -179,6 +179,9 @@ def test_cli_compare_then_report(tmp_path):
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
+    assert "comparison cmp: 2 arms x 1 seed = 2 tuning jobs, at most 10 training jobs" in (
+        run.stderr  # "1 seeds"
+    )
     assert "random    Random" in run.stdout and "bayes  Bayesian" in run.stdout
     assert f"report: {tmp_path / 'report' / 'report.html'}" in run.stdout
     folder = tmp_path / "report"
