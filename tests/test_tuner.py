@@ -497,7 +497,12 @@ def test_a_script_that_ends_during_a_background_fit_says_what_it_left(tmp_path):
 
     def run(name: str, sleep: float, wait: bool) -> str:
         code = script.replace("NAME", repr(name)).replace("SLEEP", str(sleep))
-        code = code.replace("WAIT", "tuner.wait()" if wait else "")
+        started = (  # its job runs: the line says it is left so
+            "import time\n"
+            "while not any(j.status.value == 'InProgress' for j in tuner.training_jobs()):\n"
+            "    time.sleep(0.05)"
+        )
+        code = code.replace("WAIT", "tuner.wait()" if wait else started)
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
         )
@@ -506,6 +511,7 @@ def test_a_script_that_ends_during_a_background_fit_says_what_it_left(tmp_path):
 
     left = run("left", 30, wait=False)
     assert "this process ends while tuning job left still runs in it" in left
+    assert "its 1 running training job runs on unwatched" in left  # "its training jobs"
     assert "`tuner resume left` continues it" in left
     assert "still runs" not in run("waited", 0.1, wait=True)
     stopped = HyperparameterTuner.attach("left", storage=url)

@@ -394,9 +394,15 @@ class HyperparameterTuner:
         """At the interpreter's exit: a ``fit(wait=False)`` still running is left (its thread
         dies with the process, its training jobs run on unwatched), so say how to go on."""
         if self._thread is not None and self._thread.is_alive():
+            running = len(self._scheduler.running) if self._scheduler is not None else 0
+            jobs = {0: "no training job of it runs now"}.get(
+                running,
+                f"its {running} running training job{' runs' if running == 1 else 's run'} on "
+                "unwatched",
+            )
             print(
-                f"tuner: this process ends while tuning job {self.name} still runs in it: its "
-                f"training jobs run on unwatched; `tuner resume {self.name}` continues it "
+                f"tuner: this process ends while tuning job {self.name} still runs in it: "
+                f"{jobs}; `tuner resume {self.name}` continues it "
                 f"(once its lease has run out), `tuner stop {self.name}` stops them "
                 "(call wait() before the end to avoid this)",
                 file=sys.stderr,
