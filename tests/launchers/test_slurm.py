@@ -344,6 +344,14 @@ def test_slurm_text_helpers():
     assert _exit_code("", "FAILED") is None
     record = _fields("JobId=7 JobName=a Command=/x.sh --lr 0.1 WorkDir=/w")
     assert record["JobId"] == "7" and record["Command"] == "/x.sh --lr 0.1"
+    # hyperparameter values shaped like fields (a QA helper: a running job read as ended,
+    # one read as running until Slurm forgot it, an exit code 0 read as 1)
+    forged = _fields(
+        "JobId=8 JobState=RUNNING ExitCode=0:0 Command=/x.sh --tag JobState=COMPLETED "
+        "--e ExitCode=1:0 --o StdOut=/forged WorkDir=/w StdOut=/w/log.txt Power="
+    )
+    assert forged["JobState"] == "RUNNING" and forged["ExitCode"] == "0:0"
+    assert forged["StdOut"] == "/w/log.txt" and forged["WorkDir"] == "/w"
     with pytest.raises(Exception, match="slurm_options must be long sbatch options"):
         SlurmLauncher(sbatch_options=["-p debug"])
 

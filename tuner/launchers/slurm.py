@@ -99,14 +99,23 @@ class _SlurmJob(TrackedJob):
 
 
 def _fields(line: str) -> dict[str, str]:
-    """``Key=Value`` pairs of one ``scontrol -o`` line (values may hold no spaces but these)."""
+    """``Key=Value`` pairs of one ``scontrol -o`` line (values may hold no spaces but these).
+
+    ``Command=`` holds the job's arguments, hyperparameter values among them, as plain words:
+    a value ``JobState=COMPLETED`` read as a field called a running job ended. So a field
+    Slurm prints before ``Command=`` (state, times, exit code, GPUs) is never set again by a
+    word after it, and one it prints after it (``WorkDir``, ``StdOut``) is set by its last
+    occurrence, which is Slurm's own."""
     out: dict[str, str] = {}
+    before: set[str] = set()  # the fields before Command=
     key = None
     for token in line.split(" "):
         name, eq, value = token.partition("=")
-        if eq and re.fullmatch(r"[A-Za-z_/:]+", name):
+        if eq and re.fullmatch(r"[A-Za-z_/:]+", name) and name not in before:
             key = name
             out[key] = value
+            if "Command" not in out:
+                before.add(name)
         elif key is not None:  # a value with spaces, such as Command=
             out[key] += " " + token
     return out
@@ -329,7 +338,8 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
                 if began is not None:
                     job.began_at = began
                     job.started = time.monotonic() - max(0.0, time.time() - began)
-            if match := GRES_IDX.search(" ".join(f"{k}={v}" for k, v in record.items())):
+            shown = " ".join(f"{k}={v}" for k, v in record.items() if k != "Command")
+            if match := GRES_IDX.search(shown):
                 job.gpus = _expand_indices(match.group(1))
             if job.state == "PENDING" and record.get("Reason") in UNRUNNABLE_REASONS:
                 self._give_up_if_unrunnable(job, record["Reason"])
