@@ -71,6 +71,19 @@ MAX_GPUS_PER_JOB = 1024
 GPU_UUID = re.compile(r"(GPU|MIG)-[A-Za-z0-9][A-Za-z0-9._:/-]*")  # as nvidia-smi -L prints them
 
 
+# sbatch options the Slurm launcher sets itself, and why a job cannot do without them
+SLURM_OWN_OPTIONS = {
+    "--output": "the log it reads metrics from",
+    "--error": "the log it reads metrics from (stderr goes there too)",
+    "--export": "the job's environment (TUNER_OUTPUT_DIR, environment:, the tuner's PATH)",
+    "--chdir": "the job's folder (working_directory: sets where the program runs)",
+    "--job-name": "the training job's name, by which a killed tuner's job is found again",
+    "--array": "one job per configuration",
+    "--parsable": "how it reads the job's id",
+    "--wrap": "the job script that keeps the exit status",
+}
+
+
 def gpu_id(gpu: str | int) -> str | int:
     """One GPU's id spelled one way: an index (``00`` is ``0``, a string stays a string) or a
     UUID as ``nvidia-smi -L`` prints it; ``ValueError`` naming the rule otherwise."""
@@ -263,6 +276,12 @@ class JobDefinition(_Strict):
         for option in value:
             if not option.startswith("--") or "\x00" in option:
                 raise ValueError(f"slurm_options must be like --qos=high, got {option!r}")
+            name = option.split("=", 1)[0]
+            if name in SLURM_OWN_OPTIONS:
+                raise ValueError(
+                    f"slurm_options must not set {name}: the tuner sets it, "
+                    f"{SLURM_OWN_OPTIONS[name]}; got {option!r}"
+                )
         return value
 
     @property

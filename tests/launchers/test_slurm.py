@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import fake_command
 from tests.test_scheduler import max_overlap
 from tuner import TrainingStatus, TuningJobDefinition
-from tuner.errors import LaunchError
+from tuner.errors import LaunchError, ValidationError
 from tuner.launchers import LaunchSpec
 from tuner.launchers.slurm import (
     SlurmLauncher,
@@ -327,6 +327,30 @@ def test_an_image_runs_through_the_container_command(tmp_path, sqlite_url):
     (job,) = store.list_training_jobs("image")
     assert job.status is TrainingStatus.COMPLETED, job.failure_reason
     assert (Path(job.workdir or "") / "log.txt").read_text().startswith("image resnet:1\n")
+
+
+def test_an_output_path_with_a_percent_sign_keeps_its_log(tmp_path, sqlite_url):
+    """``out 100%j dir``: sbatch expanded ``%j`` in ``--output``, could not open the log, and
+    every job failed "killed by signal 53" with no log (a QA helper)."""
+    store = Store(sqlite_url)
+    d = definition(tmp_path, "percent", max_jobs=1, job={"output_path": str(tmp_path / "o 1%j")})
+    run(d, store)
+    (job,) = store.list_training_jobs("percent")
+    assert job.status is TrainingStatus.COMPLETED, job.failure_reason
+    assert "%j" in (job.workdir or "") and (Path(job.workdir or "") / "log.txt").exists()
+
+
+def test_slurm_options_the_tuner_sets_itself_are_refused():
+    """``--error=...`` took the metrics away from the log; ``--export=NONE`` dropped
+    TUNER_OUTPUT_DIR and the job's environment, silently (a QA helper)."""
+    for option in ("--error=/tmp/e-%j.txt", "--export=NONE", "--array=0-1", "--output=x"):
+        with pytest.raises(
+            ValidationError, match=f"slurm_options must not set {option.split('=')[0]}"
+        ):
+            definition(Path("/tmp"), "own", max_jobs=1, job={"slurm_options": [option]})
+    definition(
+        Path("/tmp"), "own", max_jobs=1, job={"slurm_options": ["--qos=high", "--exclusive"]}
+    )
 
 
 def test_slurm_text_helpers():

@@ -248,7 +248,7 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         options = [
             "--parsable",
             f"--job-name={spec.name}",
-            f"--output={spec.workdir / LOG_FILE}",
+            f"--output={str(spec.workdir / LOG_FILE).replace('%', '%%')}",  # no %j patterns
             f"--chdir={spec.workdir}",  # job.sh enters the working directory itself
             "--export=ALL",
             *self._resources(spec),
@@ -422,8 +422,11 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         except OSError:
             pass
         log = str(spec.workdir / LOG_FILE)
-        for record in self._show():
-            if record.get("JobName") == spec.name and record.get("StdOut") == log:
+        for record in self._show():  # StdOut as given (%% for a %) or as Slurm expanded it
+            if record.get("JobName") == spec.name and record.get("StdOut") in (
+                log,
+                log.replace("%", "%%"),
+            ):
                 handle = f"slurm:{record['JobId']}:{spec.name}"
                 write_atomically(spec.workdir / HANDLE_FILE, handle)
                 return handle
