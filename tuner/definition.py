@@ -71,6 +71,15 @@ MAX_GPUS_PER_JOB = 1024
 GPU_UUID = re.compile(r"(GPU|MIG)-[A-Za-z0-9][A-Za-z0-9._:/-]*")  # as nvidia-smi -L prints them
 
 
+MEMORY = re.compile(r"[1-9][0-9]{0,15}[kKmMgGtT]?")  # Docker's and Slurm's common ground
+
+
+def memory_bytes(text: str) -> int:
+    """A ``MEMORY`` text in bytes as Docker reads it (no unit: bytes; Slurm reads megabytes)."""
+    unit = text[-1].lower() if text[-1].isalpha() else ""
+    return int(text.rstrip("kKmMgGtT")) * 1024 ** " kmgt".index(unit or " ")
+
+
 # sbatch options the Slurm launcher sets itself, and why a job cannot do without them
 SLURM_OWN_OPTIONS = {
     "--output": "the log it reads metrics from",
@@ -270,6 +279,16 @@ class JobDefinition(_Strict):
             )
         return value
 
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        if value is not None and not MEMORY.fullmatch(value):
+            raise ValueError(
+                "memory must be a whole number with an optional unit k, m, g or t (512m, 8g, "
+                f"32G), got {value!r}"
+            )
+        return value
+
     @field_validator("slurm_options")
     @classmethod
     def _long_options(cls, value: list[str]) -> list[str]:
@@ -307,6 +326,14 @@ class JobDefinition(_Strict):
             return self
         if self.launcher == "docker" and not self.image:
             raise ValueError("launcher='docker' needs an image")
+        memory = self.memory or ""
+        if self.launcher == "docker" and memory and (
+            memory[-1] in "tT" or memory_bytes(memory) < 6 << 20
+        ):
+            raise ValueError(
+                "memory on Docker must be at least 6m, in bytes or with the unit k, m or g "
+                f"(the engine's least and its units; 2048m for 2t), got {memory!r}"
+            )
         if self.launcher == "local" and self.image is not None:
             raise ValueError(
                 f"image={self.image!r} needs launcher='docker'; the local launcher runs a command"

@@ -494,6 +494,15 @@ class Scheduler:
             self.store.set_strategy_state(self.name, state)
             self._strategy_state = state
 
+    def _cwd(self) -> Path | None:
+        """Where a job's command runs: ``working_directory``; None for a Docker image run as
+        built (no ``command``: its ENTRYPOINT in its WORKDIR, as SageMaker runs an image; the
+        tuner's folder mounted over WORKDIR hid the image's code)."""
+        jd = self.definition.job_definition
+        if not jd.working_directory or (jd.launcher == "docker" and jd.command is None):
+            return None
+        return Path(jd.working_directory)
+
     def _spec(self, job: TrainingJob) -> LaunchSpec:
         jd = self.definition.job_definition
         workdir = (self.workdir / job.name).resolve()
@@ -504,7 +513,7 @@ class Scheduler:
             name=job.name,
             argv=training_argv(jd.argv_prefix, jd.static_hyperparameters, job.hyperparameters),
             workdir=workdir,
-            cwd=Path(jd.working_directory) if jd.working_directory else None,
+            cwd=self._cwd(),
             env={
                 **shared_cache_env(shared_dir),
                 **jd.environment,

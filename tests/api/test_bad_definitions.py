@@ -312,6 +312,28 @@ CASES: list[tuple[str, Mutation, list[str], bool]] = [
         True,
     ),
 ]
+CASES += [  # stored, then every job failed at start (a QA helper)
+    (
+        "memory-text",
+        _set("job_definition.memory", "abc"),
+        ["memory must be a whole number with an optional unit k, m, g or t", "'abc'"],
+        False,
+    ),
+    (
+        "docker-memory-too-small",
+        lambda d: d["job_definition"].update(
+            launcher="docker", image="trainer:1", command=None, memory="4m"
+        ),
+        ["memory on Docker must be at least 6m", "'4m'"],
+        False,
+    ),
+    (
+        "slurm-options-export",
+        lambda d: d["job_definition"].update(launcher="slurm", slurm_options=["--export=NONE"]),
+        ["slurm_options must not set --export", "'--export=NONE'"],
+        False,
+    ),
+]
 CASES += [
     ("no-max-jobs", lambda d: d.pop("max_jobs"), ["max_jobs: required, missing"], False),
     (

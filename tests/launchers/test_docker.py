@@ -478,3 +478,96 @@ def test_a_program_that_sigterms_itself_fails_at_its_third_run(tmp_path, docker_
     assert all(j.failure_reason.startswith("interrupted from outside: ") for j in jobs[:2])
     assert jobs[2].failure_reason.startswith("killed by signal 15 (SIGTERM)")
     assert len({j.hyperparameters["x"] for j in jobs}) == 1
+
+
+def _ended(launcher, handle):
+    deadline = time.monotonic() + 60
+    while (status := launcher.poll(handle)).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return status
+
+
+def test_a_child_killed_for_memory_does_not_fail_a_program_that_ends_well(launcher, tmp_path):
+    """Docker's ``OOMKilled`` says any process of the container was killed for memory (a
+    DataLoader worker): a program that went on and exited 0 was recorded as killed by SIGKILL
+    (a QA helper)."""
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.run([sys.executable, '-c', 'b = b\"x\" * (600 << 20)'])\n"
+        "print('child', child.returncode, flush=True)\n"
+    )
+    handle = launcher.start(LaunchSpec("child-oom", [PYTHON, "-c", code], tmp_path / "j"))
+    status = _ended(launcher, handle)
+    assert status.exit_code == 0, status
+    assert "child -9" in (tmp_path / "j" / "log.txt").read_text()  # it was killed, by memory
+    main = "b = b'x' * (600 << 20)"  # the program itself: SIGKILL, as before
+    handle = launcher.start(LaunchSpec("main-oom", [PYTHON, "-c", main], tmp_path / "k"))
+    assert _ended(launcher, handle).exit_code == -signal.SIGKILL
+
+
+def test_a_container_given_up_on_is_removed_once_the_engine_answers(launcher, tmp_path):
+    """An engine that did not answer for ENGINE_PATIENCE: the job ended unknown and its
+    container (exited 0 later, or still running) was never removed (a QA helper)."""
+    spec = LaunchSpec("given-up", [PYTHON, "-c", "import time; time.sleep(60)"], tmp_path / "j")
+    handle = launcher.start(spec)
+    job = launcher._jobs[handle]
+    job.unreachable_since = time.monotonic() - 10_000  # as if the engine had been away since
+    status = launcher._unreachable(job, TimeoutError("read timed out"))
+    assert not status.running and status.exit_code is None
+    launcher._sweep()  # what the next free_slots does once the engine answers
+    assert launcher.client.containers.list(all=True, filters={"label": f"{LABEL}=given-up"}) == []
+
+
+def test_an_image_without_a_command_runs_as_built_in_its_workdir(
+    docker_host, docker_image, tmp_path
+):
+    """SageMaker-style images (WORKDIR /opt/ml/code, ENTRYPOINT [python, train.py]; the repo's
+    own trainer image) failed every job: the tuner's folder replaced the image's WORKDIR
+    (a QA helper). Without ``command`` the image runs as built; its output folder is there."""
+    import docker
+
+    client = docker.DockerClient(base_url=docker_host)
+    script = "import sys; print('validation: accuracy=0.75', sys.argv[1:])"
+    maker = client.containers.run(
+        docker_image,
+        [
+            PYTHON,
+            "-c",
+            f"import os; os.makedirs('/opt/app'); open('/opt/app/train.py', 'w').write({script!r})",
+        ],
+        network_mode="none",
+        detach=True,
+    )
+    try:
+        assert maker.wait(timeout=60)["StatusCode"] == 0
+        maker.commit(
+            "tuner-test-entrypoint",
+            "1",
+            changes=["WORKDIR /opt/app", f'ENTRYPOINT ["{PYTHON}", "train.py"]'],
+        )
+    finally:
+        maker.remove(force=True)
+    try:
+        tuner = HyperparameterTuner(
+            job_definition={
+                "launcher": "docker",
+                "image": "tuner-test-entrypoint:1",
+                "docker_host": docker_host,
+                "network": "none",
+                "output_path": str(tmp_path / "runs"),
+            },
+            objective_metric_name="accuracy",
+            hyperparameter_ranges={"x": ContinuousParameter(0.0, 1.0)},
+            metric_definitions=[{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}],
+            strategy="Random",
+            max_jobs=1,
+            storage=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        )
+        tuner.fit(progress=False)
+        (job,) = tuner.training_jobs()
+        assert job.status.value == "Completed", job.failure_reason
+        assert job.objective == 0.75
+    finally:
+        client.images.remove("tuner-test-entrypoint:1", force=True)
+        client.close()

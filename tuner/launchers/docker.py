@@ -227,7 +227,9 @@ class DockerLauncher(TrackedLauncher[_Container]):
             self.slots.release(spec.name)
             with contextlib.suppress(docker.errors.DockerException, *_ENGINE_ERRORS):
                 self._remove_by_label(spec.name)
-            raise LaunchError(f"cannot start {spec.argv[0]!r} for job {spec.name}: {exc}") from None
+            raise LaunchError(
+                f"cannot start job {spec.name} from image {self.image!r}: {exc}"
+            ) from None
         handle = f"docker:{container.id}"
         (spec.workdir / HANDLE_FILE).write_text(handle)
         self._register(handle, spec, container, time.monotonic(), gpus)
@@ -332,7 +334,8 @@ class DockerLauncher(TrackedLauncher[_Container]):
         raw = state.get("ExitCode")
         job.exit_code = None if raw is None else _exit_code(int(raw))
         job.ended_at = _epoch(state.get("FinishedAt", ""))
-        if state.get("OOMKilled"):
+        if state.get("OOMKilled") and job.exit_code in (None, -signal.SIGKILL):
+            # (a child killed for memory, its program ending 0 all the same, Completed)
             job.exit_code = -signal.SIGKILL
         elif job.exit_code == -signal.SIGTERM and not (job.stopped or job.timed_out):
             job.interrupted = True
@@ -362,6 +365,7 @@ class DockerLauncher(TrackedLauncher[_Container]):
         )
         job.finished = True
         self._release(job)
+        self._unremoved.add(job.spec.name)  # removed once the engine answers again
         return self._ended(job, None)
 
     def _signal(self, job: _Container, sig: int) -> None:
