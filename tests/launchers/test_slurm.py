@@ -353,6 +353,42 @@ def test_slurm_options_the_tuner_sets_itself_are_refused():
     )
 
 
+def test_a_job_slurm_requeues_is_cancelled_and_its_configuration_runs_again(
+    tmp_path, sqlite_url
+):
+    """Preemption, a failed node or ``scontrol requeue`` put a running job back in the queue:
+    the tuner read its truncated log again (steps counted twice), counted its time in the queue
+    as training, and failed it as over ``max_runtime`` once it ran again (a QA helper). Now
+    it is cancelled and its configuration runs again as a new training job, budget kept."""
+    from tuner.summary import ENDED_OUTSIDE
+
+    store = Store(sqlite_url)
+    d = definition(
+        tmp_path,
+        "requeue",
+        max_jobs=1,
+        job={"static_hyperparameters": {"sleep": 1.5, "epochs": 4}, "max_runtime": 60},
+    )
+    runner = threading.Thread(target=run, args=(d, store))
+    runner.start()
+    deadline = time.monotonic() + 60
+    while not any(r.get("JobState") == "RUNNING" for r in slurm_records(tmp_path).values()):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    (first,) = slurm_records(tmp_path).values()
+    subprocess.run(["scontrol", "requeue", first["JobId"]], check=True)
+    runner.join(120)
+    assert not runner.is_alive()
+    jobs = store.list_training_jobs("requeue")
+    assert [j.status for j in jobs] == [TrainingStatus.STOPPED, TrainingStatus.COMPLETED]
+    assert (jobs[0].failure_reason or "").startswith(f"{ENDED_OUTSIDE}Slurm requeued it")
+    assert jobs[0].hyperparameters == jobs[1].hyperparameters  # the same configuration
+    shown = subprocess.run(
+        ["scontrol", "-o", "show", "job", first["JobId"]], capture_output=True, text=True
+    ).stdout
+    assert "JobState=CANCELLED" in shown or not shown  # never ran again
+
+
 def test_slurm_text_helpers():
     assert sbatch_resources(0, None) == []
     assert sbatch_resources(2, None) == ["--gres=gpu:2"]

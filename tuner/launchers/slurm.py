@@ -76,6 +76,7 @@ exit "$status"
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING"}
 ACTIVE = QUEUED | {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
 TIMEOUT_STATES = {"TIMEOUT", "DEADLINE"}
+PLATFORM_ENDS = {"PREEMPTED", "NODE_FAIL", "BOOT_FAIL"}  # the cluster ended it, not its program
 # Pending reasons that mean the job as submitted cannot run until an administrator changes the
 # cluster (Slurm's squeue(1) "JOB REASON CODES"); reasons that clear by themselves (Resources,
 # Priority, ReqNodeNotAvail, PartitionDown, PartitionNodeLimit with nodes down...) are waited out.
@@ -332,7 +333,13 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
         if records:
             record = records[0]
             job.state = record.get("JobState", "UNKNOWN").split()[0]
+            restarts = (
+                int(record.get("Restarts", "0")) if record.get("Restarts", "").isdigit() else 0
+            )
             ran = record.get("NodeList", "") not in ("", "(null)")  # cancelled queued: none
+            if restarts > 0 or (job.began_at is not None and job.state in QUEUED):
+                self._requeued(job)
+                return
             if job.began_at is None and job.state not in QUEUED and ran:
                 began = _epoch(record.get("StartTime", ""))
                 if began is not None:
@@ -353,11 +360,30 @@ class SlurmLauncher(TrackedLauncher[_SlurmJob]):
             job.state, job.exit_code = accounted
         else:  # no accounting either: the status the job script kept
             job.state, job.exit_code = self._kept(job)
-        if job.exit_code == 0 and job.state != "COMPLETED":
+        if job.state in PLATFORM_ENDS and not job.stopped:
+            job.interrupted = True  # not its program's doing: its configuration runs again
+            job.note = f"Slurm ended it in state {job.state}"
+        elif job.exit_code == 0 and job.state != "COMPLETED":
             job.exit_code = None
             queued = "" if job.began_at is not None else " before it started"
             job.note = f"Slurm ended it{queued} in state {job.state} (exit code 0)"
         job.timed_out = job.timed_out or job.state in TIMEOUT_STATES
+        job.finished = True
+
+    def _requeued(self, job: _SlurmJob) -> None:
+        """A job that Slurm put back in the queue after it began (preemption, a node that
+        failed, ``scontrol requeue``): cancelled, so that it never runs again beside the
+        tuner's rerun, and ended as interrupted from outside (its configuration runs again
+        without using up ``max_jobs``). Left running, it was read twice from a truncated log
+        and failed as over ``max_runtime`` counted from its first start."""
+        with contextlib.suppress(LaunchError):
+            self._slurm("scancel", job.job_id)
+        job.exit_code, job.ended_at = None, time.time()
+        job.interrupted = True
+        job.note = (
+            f"Slurm requeued it (state {job.state}: preemption, a node failure or scontrol "
+            "requeue); cancelled there"
+        )
         job.finished = True
 
     def _give_up_if_unrunnable(self, job: _SlurmJob, reason: str) -> None:
