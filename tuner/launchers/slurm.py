@@ -21,9 +21,10 @@ Slurm started it, and the GPUs Slurm gave it.
 State and exit code come from ``scontrol show job`` (jobs are kept there ``MinJobAge`` seconds
 after they end); for a job that has aged out, from ``sacct`` where accounting runs, else from
 the status the script kept (a job killed by ``SIGKILL`` keeps none: its exit code is unknown).
-A job that Slurm ended with exit code 0 in a state other than ``COMPLETED`` (cancelled while
-queued, ``NODE_FAIL``, ``PREEMPTED``...) is reported with an unknown exit code and a note
-naming the state. A job kept pending for a reason in ``UNRUNNABLE_REASONS`` for
+A job the cluster ended (``PLATFORM_ENDS``) or requeued after it began (then cancelled here:
+``_requeued``) is reported ``interrupted``, so its configuration runs again; one that Slurm
+ended with exit code 0 in another state than ``COMPLETED`` (cancelled while queued) with an
+unknown exit code and a note naming the state. A job kept pending for a reason in ``UNRUNNABLE_REASONS`` for
 ``unrunnable_patience`` seconds (the request can never be met as the cluster stands) is
 cancelled and ends with a note naming the reason. The handle is
 ``slurm:<job id>:<name>``, written to ``<workdir>/handle`` at once; ``recover`` also finds a job
