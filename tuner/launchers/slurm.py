@@ -24,9 +24,9 @@ the status the script kept (a job killed by ``SIGKILL`` keeps none: its exit cod
 A job the cluster ended (``PLATFORM_ENDS``) or requeued after it began (then cancelled here:
 ``_requeued``) is reported ``interrupted``, so its configuration runs again; one that Slurm
 ended with exit code 0 in another state than ``COMPLETED`` (cancelled while queued) with an
-unknown exit code and a note naming the state. A job kept pending for a reason in ``UNRUNNABLE_REASONS`` for
-``unrunnable_patience`` seconds (the request can never be met as the cluster stands) is
-cancelled and ends with a note naming the reason. The handle is
+unknown exit code and a note naming the state. A job kept pending for a reason in
+``UNRUNNABLE_REASONS`` for ``unrunnable_patience`` seconds (the request can never be met as the
+cluster stands) is cancelled and ends with a note naming the reason. The handle is
 ``slurm:<job id>:<name>``, written to ``<workdir>/handle`` at once; ``recover`` also finds a job
 by its name and log path in Slurm's records, so a tuner killed right after ``sbatch`` does not
 submit the job again.
