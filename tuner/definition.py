@@ -327,8 +327,10 @@ class JobDefinition(_Strict):
         if self.launcher == "docker" and not self.image:
             raise ValueError("launcher='docker' needs an image")
         memory = self.memory or ""
-        if self.launcher == "docker" and memory and (
-            memory[-1] in "tT" or memory_bytes(memory) < 6 << 20
+        if (
+            self.launcher == "docker"
+            and memory
+            and (memory[-1] in "tT" or memory_bytes(memory) < 6 << 20)
         ):
             raise ValueError(
                 "memory on Docker must be at least 6m, in bytes or with the unit k, m or g "

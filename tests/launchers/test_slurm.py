@@ -353,9 +353,7 @@ def test_slurm_options_the_tuner_sets_itself_are_refused():
     )
 
 
-def test_a_job_slurm_requeues_is_cancelled_and_its_configuration_runs_again(
-    tmp_path, sqlite_url
-):
+def test_a_job_slurm_requeues_is_cancelled_and_its_configuration_runs_again(tmp_path, sqlite_url):
     """Preemption, a failed node or ``scontrol requeue`` put a running job back in the queue:
     the tuner read its truncated log again (steps counted twice), counted its time in the queue
     as training, and failed it as over ``max_runtime`` once it ran again (a QA helper). Now
