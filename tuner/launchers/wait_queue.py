@@ -101,17 +101,12 @@ class WaitQueue:
 
     def _waiters(self, pool: str) -> list[tuple[float, str]]:
         """``(since, key)`` of each live waiter in ``pool`` that asked for room lately."""
-        found = []
         now = time.time()
-        with contextlib.suppress(FileNotFoundError):
-            for path in (self.leases.root / FOLDER / quote(pool, safe="")).iterdir():
-                entry = _live_entry(path)
-                if entry is None:
-                    with contextlib.suppress(FileNotFoundError):
-                        path.unlink()
-                elif now - entry["seen"] < STALE_SECONDS or path.name == self.key:
-                    found.append((entry["since"], path.name))
-        return found
+        return [
+            (entry["since"], key)
+            for key, entry in _live_entries(self.leases, pool, prune=True)
+            if now - entry["seen"] < STALE_SECONDS or key == self.key
+        ]
 
     def _path(self, pool: str, key: str) -> Path:
         return self.leases.root / FOLDER / quote(pool, safe="") / key
@@ -120,14 +115,29 @@ class WaitQueue:
 def in_line(leases: HostLeases, pool: str) -> list[tuple[float, int]]:
     """``(since, pid)`` of each tuner process waiting in ``pool``'s line now, first in line
     first (for ``tuner gpus``: it reads only, removing nothing; stale waiters are left out)."""
-    found = []
     now = time.time()
+    return sorted(
+        (entry["since"], int(entry["pid"]))
+        for _, entry in _live_entries(leases, pool)
+        if now - entry["seen"] < STALE_SECONDS
+    )
+
+
+def _live_entries(
+    leases: HostLeases, pool: str, prune: bool = False
+) -> list[tuple[str, dict[str, float]]]:
+    """``(key, entry)`` of each waiter in ``pool``'s line whose process holds its file;
+    ``prune``: the files of those gone are removed on the way."""
+    found = []
     with contextlib.suppress(FileNotFoundError):
         for path in (leases.root / FOLDER / quote(pool, safe="")).iterdir():
             entry = _live_entry(path)
-            if entry is not None and now - entry["seen"] < STALE_SECONDS:
-                found.append((entry["since"], int(entry["pid"])))
-    return sorted(found)
+            if entry is not None:
+                found.append((path.name, entry))
+            elif prune:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+    return found
 
 
 def _live_entry(path: Path) -> dict[str, float] | None:
