@@ -347,8 +347,9 @@ def test_a_tuning_job_waiting_for_a_local_place_gets_one_as_soon_as_one_frees(
     store = Store(sqlite_url)
     service = TuningService(store, tmp_path / "runs", 60, scan_interval=0.2)
     try:
-        service.submit(
-            definition(tmp_path, 0.8, max_jobs=8, max_parallel_jobs=2).model_copy(
+        service.submit(  # jobs long enough that the second's worker is in line before
+            # the first two end (0.8 s raced its start-up: it failed by 46 us once)
+            definition(tmp_path, 3.0, max_jobs=8, max_parallel_jobs=2).model_copy(
                 update={"name": "first"}
             )
         )
